@@ -1,0 +1,3 @@
+"""tickloop: bounded, auditable loops around language models."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,7 @@
+"""`python -m tickloop.cli`: the same as the `tickloop` console script."""
+
+import sys
+
+from tickloop.cli import main
+
+sys.exit(main())

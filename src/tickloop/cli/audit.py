@@ -1,0 +1,68 @@
+"""``tickloop audit verify|show``: check and read a ledger."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from tickloop.audit import read_ledger, verify_file
+from tickloop.protocol.ledger import decode
+
+
+@click.group()
+def audit() -> None:
+    """Read and verify JSONL audit ledgers."""
+
+
+@audit.command()
+@click.argument("path", type=click.Path(path_type=Path, dir_okay=False))
+def verify(path: Path) -> None:
+    """Replay a ledger and check the Tick Protocol's invariants.
+
+    Exits 0 with a one-line summary when it holds; exits 1 listing each violation with its line
+    number and rule id.
+    """
+    report, read = verify_file(path)
+    torn = f" (torn final line of {len(read.torn_tail)} bytes ignored)" if read.torn_tail else ""
+    if report.ok:
+        click.echo(f"{path}: {report.summary()}{torn}")
+        return
+    for violation in report.violations:
+        click.echo(f"{path}:{violation.line}: {violation.rule}: {violation.message}")
+    click.echo(f"{path}: {report.summary()}{torn}")
+    sys.exit(1)
+
+
+@audit.command()
+@click.argument("path", type=click.Path(path_type=Path, dir_okay=False))
+def show(path: Path) -> None:
+    """Print a ledger as a readable table."""
+    from rich.console import Console  # noqa: PLC0415  (heavy; only this command renders)
+    from rich.table import Table  # noqa: PLC0415
+
+    read = read_ledger(path)
+    table = Table(title=str(path), show_lines=False)
+    for name in ("seq", "recordedAt", "type", "run", "step", "status/rule", "policy"):
+        table.add_column(name)
+    for lineno, raw in read.lines:
+        try:
+            rec = decode(raw)
+        except Exception as exc:  # noqa: BLE001  (show every line, even a bad one)
+            table.add_row(str(lineno), "", "[red]unreadable[/]", "", "", str(exc)[:60], "")
+            continue
+        sha = str(rec.get("timeStepSha256", ""))[:12]
+        table.add_row(
+            str(rec["seq"]),
+            str(rec["recordedAt"]),
+            str(rec["type"]),
+            str(rec.get("runId", ""))[:12],
+            str(rec.get("step", "")),
+            str(rec.get("status") or rec.get("rule") or ""),
+            f"{rec.get('policyId', '')} {sha}".strip(),
+        )
+    console = Console()
+    console.print(table)
+    if read.torn_tail:
+        console.print(f"[yellow]torn final line ({len(read.torn_tail)} bytes) ignored[/]")

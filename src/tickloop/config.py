@@ -1,0 +1,155 @@
+"""Settings: defaults < TOML file < ``TICKLOOP_*`` environment variables. Validated, then frozen.
+
+TOML keys are camelCase as in the spec (``[tick] defaultTicks = 6``). Environment variables are the
+explicit table ``ENV_VARS`` below, which ``--help`` and the README print. Secrets (API keys, SMTP
+passwords) are never settings: they come from the environment or the env file named here.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import msgspec
+
+from tickloop.errors import ConfigError
+
+_STRUCT = {"frozen": True, "forbid_unknown_fields": True, "rename": "camel", "kw_only": True}
+
+
+class TickSettings(msgspec.Struct, **_STRUCT):
+    """The tick plugin's options."""
+
+    #: time steps a bare ``/tick`` runs
+    default_ticks: Annotated[int, msgspec.Meta(ge=1, le=64)] = 6
+    #: milliseconds between a completed terminal and the next enqueue
+    delay_ms: Annotated[int, msgspec.Meta(ge=0, le=60_000)] = 1000
+    #: JSONL audit directory, relative to the working directory
+    audit_dir: str = ".tickloop-audit"
+    #: policy a ``/tick`` without ``--policy`` uses
+    default_policy: str = "default"
+    #: extra policies: id -> time-step text (``default`` is built in: ``tick``)
+    policies: dict[str, str] = msgspec.field(default_factory=dict)
+    #: put a sha256 hash chain on every ledger record
+    chain: bool = False
+
+
+class ModelSettings(msgspec.Struct, **_STRUCT):
+    """Which model the harness and the operator talk to."""
+
+    #: ``offline`` (built in, deterministic), ``local`` or a name from ``[models.*]``
+    name: str = "offline"
+
+
+class StoreSettings(msgspec.Struct, **_STRUCT):
+    """Where the operator keeps its state."""
+
+    #: ``sqlite:///path``, ``postgresql://...``, ``memory://``; empty: SQLite in the user data dir
+    url: str = ""
+
+
+class Settings(msgspec.Struct, **_STRUCT):
+    """All of tickloop's settings."""
+
+    tick: TickSettings = msgspec.field(default_factory=TickSettings)
+    model: ModelSettings = msgspec.field(default_factory=ModelSettings)
+    store: StoreSettings = msgspec.field(default_factory=StoreSettings)
+    #: a ``KEY=value`` file read for secrets; its values never override the real environment
+    env_file: str = ""
+
+
+#: Environment variable -> (section, TOML key). ``TICKLOOP_CONFIG`` names the TOML file itself.
+ENV_VARS: dict[str, tuple[str, str]] = {
+    "TICKLOOP_DEFAULT_TICKS": ("tick", "defaultTicks"),
+    "TICKLOOP_DELAY_MS": ("tick", "delayMs"),
+    "TICKLOOP_AUDIT_DIR": ("tick", "auditDir"),
+    "TICKLOOP_DEFAULT_POLICY": ("tick", "defaultPolicy"),
+    "TICKLOOP_MODEL": ("model", "name"),
+    "TICKLOOP_STORE": ("store", "url"),
+    "TICKLOOP_ENV_FILE": ("", "envFile"),
+}
+CONFIG_ENV = "TICKLOOP_CONFIG"
+
+
+def default_config_path() -> Path:
+    """``$XDG_CONFIG_HOME/tickloop/config.toml`` (platformdirs)."""
+    from platformdirs import user_config_path  # noqa: PLC0415  (start-up cost: only when needed)
+
+    return user_config_path("tickloop") / "config.toml"
+
+
+def load_settings(env: Mapping[str, str] | None = None, path: Path | None = None) -> Settings:
+    """Build validated, frozen settings. ``env`` defaults to ``os.environ``."""
+    env = os.environ if env is None else env
+    if path is None and env.get(CONFIG_ENV):
+        path = Path(env[CONFIG_ENV])
+    data: dict[str, Any] = {}
+    if path is not None or default_config_path().is_file():
+        data = _read_toml(path or default_config_path(), required=path is not None)
+    for var, (section, key) in ENV_VARS.items():
+        if var in env:
+            target = data.setdefault(section, {}) if section else data
+            if not isinstance(target, dict):
+                raise ConfigError(f"config: [{section}] must be a table")
+            target[key] = env[var]
+    try:
+        return msgspec.convert(data, Settings, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"invalid configuration: {exc}{_sources(path, env)}") from None
+
+
+def _read_toml(path: Path, *, required: bool) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        if required:
+            raise ConfigError(f"config file {path} does not exist") from None
+        return {}
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+
+
+def _sources(path: Path | None, env: Mapping[str, str]) -> str:
+    used = [var for var in ENV_VARS if var in env]
+    where = [f"file {path}"] if path else []
+    if used:
+        where.append("env " + ", ".join(used))
+    return f" (from {'; '.join(where)})" if where else ""
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """Parse a ``KEY=value`` env file (``#`` comments, optional quotes). Errors name the line."""
+    values: dict[str, str] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read env file {path}: {exc}") from None
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.removeprefix("export ").partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise ConfigError(f"env file {path}, line {lineno}: expected KEY=value")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        values[key] = value
+    return values
+
+
+def secret(name: str, settings: Settings, env: Mapping[str, str] | None = None) -> str | None:
+    """A secret from the environment, else from the configured env file; never from argv."""
+    env = os.environ if env is None else env
+    if name in env:
+        return env[name]
+    if settings.env_file:
+        return read_env_file(Path(settings.env_file).expanduser()).get(name)
+    return None

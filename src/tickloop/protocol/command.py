@@ -1,0 +1,175 @@
+"""The /tick grammar.
+
+::
+
+    /tick [<count>] [--policy <id> | --policy=<id>] [--resume]
+    /tick policies
+    /tick status
+    /tick stop
+
+``parse_tick`` returns a ``TickStart`` or a ``TickControl``; for anything else it raises
+``TickCommandError`` (and nothing else) naming the offending token and the rule. Options may come in
+any order; each may appear once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+from enum import StrEnum
+
+from tickloop.errors import TickCommandError
+from tickloop.protocol.policy import is_valid_policy_id
+
+COMMAND = "/tick"
+MIN_COUNT = 1
+MAX_COUNT = 256
+
+_INTEGER = re.compile(r"-?[0-9]+", re.ASCII)
+
+
+class ControlOp(StrEnum):
+    """The control operations: they never become model input."""
+
+    POLICIES = "policies"  #: list id, bytes and sha256 of each policy
+    STATUS = "status"  #: show the active run
+    STOP = "stop"  #: cancel a pending enqueue and disarm the run
+
+
+@dataclass(frozen=True, slots=True)
+class TickStart:
+    """Arm a run of ``count`` time steps with one policy."""
+
+    count: int
+    policy_id: str
+    resume: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TickControl:
+    """A control operation."""
+
+    op: ControlOp
+
+
+TickCommand = TickStart | TickControl
+
+
+def parse_tick(
+    line: str,
+    *,
+    default_count: int,
+    default_policy: str,
+    known_policies: Collection[str],
+) -> TickCommand:
+    """Parse one command line. Raises ``TickCommandError`` for anything the grammar refuses."""
+    tokens = line.split()
+    if not tokens or tokens[0] != COMMAND:
+        raise TickCommandError(
+            f"not a {COMMAND} command: {line[:40]!r}", rule="command.not_tick", token=line[:40]
+        )
+    args = tokens[1:]
+    if args and args[0] in ControlOp.__members__.values():
+        return _parse_control(args)
+    count, policy_id, resume = _parse_start_args(args)
+    count = default_count if count is None else count
+    policy_id = default_policy if policy_id is None else policy_id
+    if policy_id not in known_policies:
+        known = ", ".join(sorted(known_policies))
+        raise TickCommandError(
+            f"unknown policy {policy_id!r} (known: {known}); see /tick policies",
+            rule="command.unknown_policy",
+            token=policy_id,
+        )
+    return TickStart(count=count, policy_id=policy_id, resume=resume)
+
+
+def _parse_control(args: list[str]) -> TickControl:
+    op = ControlOp(args[0])
+    if len(args) > 1:
+        raise TickCommandError(
+            f"'/tick {op}' takes no arguments; unexpected {args[1]!r}",
+            rule="command.extra_argument",
+            token=args[1],
+        )
+    return TickControl(op=op)
+
+
+def _parse_start_args(args: list[str]) -> tuple[int | None, str | None, bool]:
+    count: int | None = None
+    policy_id: str | None = None
+    resume = False
+    seen: set[str] = set()
+    i = 0
+    while i < len(args):
+        token = args[i]
+        name, _, inline = token.partition("=")
+        if name in ("--policy", "--resume"):
+            if name in seen:
+                raise TickCommandError(
+                    f"option {name} given twice", rule="command.duplicate_option", token=token
+                )
+            seen.add(name)
+        if name == "--resume":
+            if inline or token != name:
+                raise TickCommandError(
+                    "--resume takes no value", rule="command.option_takes_no_value", token=token
+                )
+            resume = True
+        elif name == "--policy":
+            if token == name:
+                i += 1
+                if i >= len(args):
+                    raise TickCommandError(
+                        "--policy needs a policy id", rule="command.missing_value", token=token
+                    )
+                inline = args[i]
+            policy_id = _policy_id(inline, token)
+        elif token.startswith("--") or (token.startswith("-") and not _INTEGER.fullmatch(token)):
+            raise TickCommandError(
+                f"unknown option {token!r} (options: --policy ID, --resume)",
+                rule="command.unknown_option",
+                token=token,
+            )
+        elif count is None:
+            count = _count(token)
+        else:
+            raise TickCommandError(
+                f"unexpected argument {token!r}: /tick takes at most one count",
+                rule="command.extra_argument",
+                token=token,
+            )
+        i += 1
+    return count, policy_id, resume
+
+
+def _policy_id(value: str, token: str) -> str:
+    if not is_valid_policy_id(value):
+        raise TickCommandError(
+            f"invalid policy id {value!r}: an ASCII letter, then at most 63 ASCII letters, "
+            "digits, '.', '_' or '-'",
+            rule="command.invalid_policy_id",
+            token=token,
+        )
+    return value
+
+
+def _count(token: str) -> int:
+    if not _INTEGER.fullmatch(token):
+        raise TickCommandError(
+            f"count {token!r} is not an integer: write a whole number from {MIN_COUNT} to {MAX_COUNT} "
+            "in ASCII digits",
+            rule="command.count_not_integer",
+            token=token,
+        )
+    digits = token.lstrip("-").lstrip("0") or "0"
+    # Compare lengths first: int() of a huge digit string is slow, and Python caps it at 4,300.
+    in_range = not token.startswith("-") and len(digits) <= 3 and MIN_COUNT <= int(digits) <= MAX_COUNT
+    if not in_range:
+        raise TickCommandError(
+            f"count {token[:20]!r} is out of range: it must be from {MIN_COUNT} to {MAX_COUNT}",
+            rule="command.count_out_of_range",
+            token=token,
+        )
+    return int(digits)
