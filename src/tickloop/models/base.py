@@ -1,0 +1,81 @@
+"""The model interface every provider implements.
+
+A provider streams ``TextDelta`` events and ends with exactly one ``Finished``. Any provider
+failure (HTTP error, malformed chunk, disconnect, timeout) raises ``ModelError``; the harness turns
+that into an ``error`` terminal. Cancelling the consuming task (an interrupt) must close the
+underlying stream promptly; the harness turns that into an ``interrupted`` terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """One message on the wire: what the model sees (no sources, no commands)."""
+
+    role: str  #: system, user or assistant
+    content: str
+
+    def to_wire(self) -> dict[str, str]:
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage as the provider reported it."""
+
+    input_tokens: int
+    output_tokens: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {"inputTokens": self.input_tokens, "outputTokens": self.output_tokens}
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of streamed assistant text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The end of a stream: usage when the provider reported it, and its finish reason."""
+
+    usage: Usage | None = None
+    finish_reason: str | None = None
+
+
+StreamEvent = TextDelta | Finished
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A whole (non-streamed) answer."""
+
+    text: str
+    usage: Usage | None
+    model: str
+
+
+class ChatModel(Protocol):
+    """What the harness and the operator need from a model."""
+
+    #: the name in the model registry (``offline``, ``local``, ...)
+    name: str
+    #: what the UI shows next to the model's output (``offline`` for the built-in model)
+    label: str
+
+    def stream(self, messages: Sequence[ChatMessage]) -> AsyncIterator[StreamEvent]:
+        """Stream one assistant answer. Raises ``ModelError`` on any provider failure."""
+        ...
+
+    async def complete(
+        self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, Any] | None = None
+    ) -> Completion:
+        """One whole answer; with ``json_schema`` the provider asks for (not trusts) that shape."""
+        ...

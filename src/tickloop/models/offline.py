@@ -1,0 +1,75 @@
+"""The deterministic offline model: the embedded default. No key, no network, instant by default."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any
+
+from tickloop.errors import ModelError
+from tickloop.models.base import ChatMessage, Completion, Finished, StreamEvent, TextDelta, Usage
+
+DEFAULT_REPLY = "(offline model) noted."
+
+
+class OfflineModel:
+    """Replies with a fixed text, or echoes the last user message; records every call it receives.
+
+    ``token_delay`` sleeps between streamed words, so a test can interrupt a turn mid-stream.
+    ``fail_on_call`` raises ``ModelError`` on those 1-based call numbers (a scripted provider error).
+    ``json_reply`` answers ``complete(json_schema=...)`` calls (the operator's structured outputs).
+    """
+
+    label = "offline"
+
+    def __init__(
+        self,
+        *,
+        reply: str = DEFAULT_REPLY,
+        echo: bool = False,
+        token_delay: float = 0.0,
+        fail_on_call: frozenset[int] = frozenset(),
+        json_reply: Callable[[Sequence[ChatMessage], Mapping[str, Any]], str] | None = None,
+        name: str = "offline",
+    ) -> None:
+        self.name = name
+        self.reply = reply
+        self.echo = echo
+        self.token_delay = token_delay
+        self.fail_on_call = fail_on_call
+        self.json_reply = json_reply
+        self.calls: list[tuple[ChatMessage, ...]] = []
+
+    def _answer(self, messages: Sequence[ChatMessage]) -> str:
+        self.calls.append(tuple(messages))
+        if len(self.calls) in self.fail_on_call:
+            raise ModelError(f"offline model: scripted error on call {len(self.calls)}")
+        if self.echo:
+            users = [m.content for m in messages if m.role == "user"]
+            return f"echo: {users[-1] if users else ''}"
+        return self.reply
+
+    async def stream(self, messages: Sequence[ChatMessage]) -> AsyncIterator[StreamEvent]:
+        text = self._answer(messages)
+        words = text.split(" ")
+        for i, word in enumerate(words):
+            if self.token_delay:
+                await asyncio.sleep(self.token_delay)
+            yield TextDelta(word if i == len(words) - 1 else word + " ")
+        yield Finished(usage=_usage(messages, text), finish_reason="stop")
+
+    async def complete(
+        self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, Any] | None = None
+    ) -> Completion:
+        if json_schema is not None and self.json_reply is not None:
+            self.calls.append(tuple(messages))
+            text = self.json_reply(messages, json_schema)
+        else:
+            text = self._answer(messages)
+        return Completion(text=text, usage=_usage(messages, text), model=self.name)
+
+
+def _usage(messages: Sequence[ChatMessage], text: str) -> Usage:
+    """Deterministic stand-in counts: UTF-8 bytes / 4, as the context-packet estimate uses."""
+    prompt = sum(len(m.content.encode("utf-8")) for m in messages)
+    return Usage(input_tokens=max(1, prompt // 4), output_tokens=max(1, len(text.encode("utf-8")) // 4))
