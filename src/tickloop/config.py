@@ -37,11 +37,26 @@ class TickSettings(msgspec.Struct, **_STRUCT):
     chain: bool = False
 
 
+class OfflineModelSettings(msgspec.Struct, **_STRUCT):
+    """The built-in deterministic model's options (for demos and tests)."""
+
+    #: fixed reply text
+    reply: str = "(offline model) noted."
+    #: reply ``echo: <last user message>`` instead of the fixed text
+    echo: bool = False
+    #: milliseconds between streamed words (lets a person or a test interrupt a turn)
+    token_delay_ms: Annotated[int, msgspec.Meta(ge=0, le=60_000)] = 0
+    #: 1-based call numbers that fail with a scripted provider error
+    fail_on_calls: list[Annotated[int, msgspec.Meta(ge=1)]] = msgspec.field(default_factory=list)
+
+
 class ModelSettings(msgspec.Struct, **_STRUCT):
     """Which model the harness and the operator talk to."""
 
     #: ``offline`` (built in, deterministic), ``local`` or a name from ``[models.*]``
     name: str = "offline"
+    #: options of the built-in offline model
+    offline: OfflineModelSettings = msgspec.field(default_factory=OfflineModelSettings)
 
 
 class StoreSettings(msgspec.Struct, **_STRUCT):
