@@ -139,7 +139,8 @@ class LedgerFile:
         if self._unsynced >= self.fsync_every:
             self.sync()
         self._seq += 1
-        self._prev = chain_digest(line)
+        if self.chain:
+            self._prev = chain_digest(line)
         return stamped
 
     def sync(self) -> None:

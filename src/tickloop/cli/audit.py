@@ -44,18 +44,18 @@ def show(path: Path) -> None:
 
     read = read_ledger(path)
     table = Table(title=str(path), show_lines=False)
-    for name in ("seq", "recordedAt", "type", "run", "step", "status/rule", "policy"):
-        table.add_column(name)
+    for name in ("seq", "time (UTC)", "type", "run", "step", "status / rule", "policy"):
+        table.add_column(name, no_wrap=True)
     for lineno, raw in read.lines:
         try:
             rec = decode(raw)
         except Exception as exc:  # noqa: BLE001  (show every line, even a bad one)
             table.add_row(str(lineno), "", "[red]unreadable[/]", "", "", str(exc)[:60], "")
             continue
-        sha = str(rec.get("timeStepSha256", ""))[:12]
+        sha = str(rec.get("timeStepSha256", ""))[:8]
         table.add_row(
             str(rec["seq"]),
-            str(rec["recordedAt"]),
+            str(rec["recordedAt"]).partition("T")[2].rstrip("Z"),
             str(rec["type"]),
             str(rec.get("runId", ""))[:12],
             str(rec.get("step", "")),
@@ -63,6 +63,8 @@ def show(path: Path) -> None:
             f"{rec.get('policyId', '')} {sha}".strip(),
         )
     console = Console()
+    if not console.is_terminal:  # rich assumes 80 columns when piped; a ledger row needs more
+        console = Console(width=140)
     console.print(table)
     if read.torn_tail:
         console.print(f"[yellow]torn final line ({len(read.torn_tail)} bytes) ignored[/]")

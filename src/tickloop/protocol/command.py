@@ -114,7 +114,7 @@ def _parse_start_args(args: list[str]) -> tuple[int | None, str | None, bool]:
         if name == "--resume":
             if inline or token != name:
                 raise TickCommandError(
-                    "--resume takes no value", rule="command.option_takes_no_value", token=token
+                    f"--resume takes no value: {token!r}", rule="command.option_takes_no_value", token=token
                 )
             resume = True
         elif name == "--policy":
@@ -125,7 +125,7 @@ def _parse_start_args(args: list[str]) -> tuple[int | None, str | None, bool]:
                         "--policy needs a policy id", rule="command.missing_value", token=token
                     )
                 inline = args[i]
-            policy_id = _policy_id(inline, token)
+            policy_id = _policy_id(inline)
         elif token.startswith("--") or (token.startswith("-") and not _INTEGER.fullmatch(token)):
             raise TickCommandError(
                 f"unknown option {token!r} (options: --policy ID, --resume)",
@@ -144,13 +144,13 @@ def _parse_start_args(args: list[str]) -> tuple[int | None, str | None, bool]:
     return count, policy_id, resume
 
 
-def _policy_id(value: str, token: str) -> str:
+def _policy_id(value: str) -> str:
     if not is_valid_policy_id(value):
         raise TickCommandError(
             f"invalid policy id {value!r}: an ASCII letter, then at most 63 ASCII letters, "
             "digits, '.', '_' or '-'",
             rule="command.invalid_policy_id",
-            token=token,
+            token=value,
         )
     return value
 

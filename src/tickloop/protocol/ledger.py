@@ -172,6 +172,7 @@ class _Verifier:
         except LedgerError as exc:
             self.fail(lineno, "verify.malformed", str(exc))
             self.prev_line = raw
+            self.last_seq += 1  # an unreadable line still occupies its slot: no cascade of seq errors
             return
         self.report.records += 1
         self._check_chain(lineno, raw, rec)
@@ -264,7 +265,8 @@ class _Verifier:
                     "verify.terminal_out_of_order",
                     f"terminal for step {step!r} but step {trace.enqueued} is current",
                 )
-            trace.last_terminal = (int(step) if isinstance(step, int) else -1, str(status))
+            else:
+                trace.last_terminal = (trace.enqueued, status)
         elif kind in CLOSING:
             trace.closed = True
             if self.active is trace:
