@@ -1,0 +1,32 @@
+"""Versioned prompt files. A prompt is named ``<name>.v<N>.md``; its sha256 goes on every progress row."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from importlib import resources
+
+from tickloop.errors import ConfigError
+
+#: The version of each prompt the operator uses now. Bump it with a new file; never edit a released one.
+CURRENT = {"fast": 1, "slow": 1, "consolidate": 1, "critique": 1}
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """A prompt's text, its file name and the sha256 of its bytes."""
+
+    name: str
+    text: str
+    sha256: str
+
+
+def load_prompt(name: str) -> Prompt:
+    """The current version of prompt ``name``."""
+    if name not in CURRENT:
+        raise ConfigError(f"no prompt named {name!r}; known: {', '.join(sorted(CURRENT))}")
+    file_name = f"{name}.v{CURRENT[name]}.md"
+    data = resources.files(__package__).joinpath(file_name).read_bytes()
+    return Prompt(
+        name=file_name, text=data.decode("utf-8"), sha256="sha256:" + hashlib.sha256(data).hexdigest()
+    )
