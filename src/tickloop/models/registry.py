@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from tickloop.config import EndpointSettings, Settings, secret
-from tickloop.errors import ConfigError
+from tickloop.errors import ConfigError, ModelError
 from tickloop.models.base import ChatModel
 from tickloop.models.offline import OfflineModel
 
@@ -111,6 +111,36 @@ def openai_compat_model(
         temperature=endpoint.temperature,
         max_tokens=endpoint.max_tokens,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Reachability:
+    """The answer of ``check_model``: could the endpoint be reached, and what did it say."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+async def check_model(
+    info: ModelInfo, settings: Settings, env: Mapping[str, str] | None = None, timeout_s: float = 3.0
+) -> Reachability:
+    """``GET /models`` on an endpoint with a short timeout. Never raises for a provider problem."""
+    if info.name == "offline":
+        return Reachability(info.name, True, "built in")
+    try:
+        model = get_model(info.name, settings, env)
+    except ConfigError as exc:
+        return Reachability(info.name, False, exc.message)
+    list_ids = getattr(model, "list_model_ids", None)
+    if list_ids is None:
+        return Reachability(info.name, True, "not an HTTP endpoint")
+    try:
+        ids: list[str] = await list_ids(timeout_s)
+    except ModelError as exc:
+        return Reachability(info.name, False, exc.message)
+    served = "serves it" if info.model in ids else f"does not list {info.model!r}"
+    return Reachability(info.name, True, f"reachable, {served} ({len(ids)} models)")
 
 
 def _check_endpoint(name: str, endpoint: EndpointSettings) -> None:
