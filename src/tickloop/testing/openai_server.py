@@ -122,12 +122,14 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class RecordedRequest:
-    """What the server received: method, path, headers (lower-case names) and the JSON body."""
+    """What the server received: method, path, headers (lower-case names), the JSON body, and the
+    client's port (equal ports: one reused connection)."""
 
     method: str
     path: str
     headers: dict[str, str]
     body: dict[str, Any] | None
+    client_port: int = 0
 
 
 @dataclass
@@ -164,6 +166,9 @@ class _ClientGoneError(Exception):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive and chunked SSE, as real servers do
+    # TCP_NODELAY, as uvicorn and llama.cpp set it: without it Nagle's algorithm and delayed ACKs
+    # hold small SSE writes on a reused connection for ~40 ms and distort every latency measurement.
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  (stdlib signature)
@@ -198,7 +203,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _record(self, body: dict[str, Any] | None) -> None:
         headers = {k.lower(): v for k, v in self.headers.items()}
-        self.server.state.record(RecordedRequest(self.command, self.path, headers, body))
+        port = int(self.client_address[1])
+        self.server.state.record(RecordedRequest(self.command, self.path, headers, body, port))
 
     def _json(self, status: int, payload: dict[str, Any]) -> None:
         data = json.dumps(payload).encode()

@@ -64,6 +64,15 @@ async def test_complete_returns_the_whole_answer_with_usage(
     assert "stream" not in server.bodies()[0]
 
 
+async def test_calls_without_keep_alive_use_fresh_connections(
+    server: OpenAIServer, model: OpenAICompatModel
+) -> None:
+    """On loopback each call opens its own connection, so none is left open after a call."""
+    await model.complete(HELLO)
+    await model.complete(HELLO)
+    assert len({r.client_port for r in server.requests}) == 2
+
+
 async def test_complete_sends_the_json_schema_as_response_format(
     server: OpenAIServer, model: OpenAICompatModel
 ) -> None:
@@ -129,3 +138,20 @@ def test_repr_never_shows_the_key(model: OpenAICompatModel, api_key: str) -> Non
     """A provider printed in a log or traceback shows its endpoint, never its key."""
     assert api_key not in repr(model)
     assert "test" in repr(model)
+
+
+def test_keep_alive_defaults_to_remote_hosts_only() -> None:
+    """Loopback servers get a fresh connection per call (no socket left behind); remote ones reuse."""
+    local = OpenAICompatModel("a", base_url="http://127.0.0.1:8087/v1", model="m")
+    named = OpenAICompatModel("b", base_url="http://localhost:8087/v1", model="m")
+    remote = OpenAICompatModel("c", base_url="https://api.deepseek.com/v1", model="m")
+    assert (local.keep_alive, named.keep_alive, remote.keep_alive) == (False, False, True)
+
+
+async def test_keep_alive_reuses_one_connection_until_aclose(server: OpenAIServer) -> None:
+    """With keep_alive, consecutive calls share a connection, and aclose() releases it."""
+    model = OpenAICompatModel("k", base_url=server.base_url, model=MODEL_ID, keep_alive=True)
+    for _ in range(3):
+        assert (await model.complete(HELLO)).text
+    assert len({r.client_port for r in server.requests}) == 1
+    await model.aclose()
