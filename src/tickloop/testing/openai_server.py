@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import signal
 import socket
@@ -62,12 +63,14 @@ class Reply:
     malformed_after: int | None = None
     #: after this many content chunks: close the socket (no terminator, no [DONE])
     disconnect_after: int | None = None
-    #: after this many content chunks: send nothing for ``stall_seconds``
+    #: after this many content chunks: send nothing for ``stall_seconds`` (non-streamed: any value
+    #: delays the whole answer by ``stall_seconds``)
     stall_after: int | None = None
     stall_seconds: float = 30.0
     #: after this many content chunks: end the stream cleanly (``[DONE]``) without a finish_reason
     truncate_after: int | None = None
-    #: sent verbatim as one ``data:`` event before the content (a wrong-shape chunk, an error event)
+    #: sent verbatim as one ``data:`` event before the content (a wrong-shape chunk, an error
+    #: event); for a non-streamed request, sent verbatim as the whole response body
     raw_chunk: str | None = None
     finish_reason: str = "stop"
     #: (prompt_tokens, completion_tokens); None: derived from the request and the reply
@@ -171,6 +174,11 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: _Server
 
+    def handle(self) -> None:
+        # The client going away between requests is what the fault scripts provoke: not an error.
+        with contextlib.suppress(ConnectionResetError, BrokenPipeError):
+            super().handle()
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  (stdlib signature)
         """Quiet: tests assert on recorded requests, not on stderr."""
 
@@ -199,7 +207,21 @@ class _Handler(BaseHTTPRequestHandler):
         elif body.get("stream"):
             self._stream(reply, body)
         else:
+            self._whole(reply, body)
+
+    def _whole(self, reply: Reply, body: dict[str, Any]) -> None:
+        """A non-streamed answer; a stall delays it, ``raw_chunk`` replaces it verbatim."""
+        if reply.stall_after is not None and self.server.state.stop.wait(reply.stall_seconds):
+            return
+        if reply.raw_chunk is None:
             self._json(200, _completion(reply, body))
+            return
+        data = reply.raw_chunk.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def _record(self, body: dict[str, Any] | None) -> None:
         headers = {k.lower(): v for k, v in self.headers.items()}
@@ -249,6 +271,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _interrupt(self, reply: Reply, sent: int) -> bool:
         """Apply a scripted fault once ``sent`` content chunks went out; True ends the response."""
         if reply.malformed_after == sent:
+            self.close_connection = True  # the client abandons the stream; don't wait on it
             self._write_chunk(b"data: {not json\n\n")
             self._write_chunk(b"")
             return True

@@ -120,3 +120,32 @@ async def test_cancelling_a_slow_stream_closes_it_promptly(server: OpenAIServer)
         await task
     assert time.monotonic() - started < 0.3
     assert await asyncio.to_thread(server.wait_client_closed, 2.0)
+
+
+async def test_stalled_complete_fails_within_the_timeout(server: OpenAIServer) -> None:
+    """A non-streamed call to a server that never answers is a ModelError within the timeout."""
+    server.default = Reply.stall(seconds=10)
+    model = OpenAICompatModel("slow", base_url=server.base_url, model=MODEL_ID, timeout_s=0.5)
+    started = time.monotonic()
+    with pytest.raises(ModelError, match="no answer within"):
+        await model.complete(HELLO)
+    assert time.monotonic() - started < 1.5
+
+
+async def test_an_error_event_mid_stream_is_a_model_error(
+    server: OpenAIServer, model: OpenAICompatModel
+) -> None:
+    """An in-stream error object (as vLLM and llama.cpp send) ends the stream with its message."""
+    server.default = Reply(raw_chunk='{"error": {"message": "context length exceeded", "code": 400}}')
+    with pytest.raises(ModelError, match="context length exceeded"):
+        await drain(model)
+
+
+@pytest.mark.parametrize("body", ["{not json", '{"choices": []}', '{"choices": [{"message": {}}]}', "[]"])
+async def test_a_malformed_whole_answer_is_a_model_error(
+    server: OpenAIServer, model: OpenAICompatModel, body: str
+) -> None:
+    """A non-streamed body that is not JSON or has no answer text is a ModelError, never a crash."""
+    server.default = Reply(raw_chunk=body)
+    with pytest.raises(ModelError, match="'test'"):
+        await model.complete(HELLO)
