@@ -231,7 +231,9 @@ class OpenAICompatModel:
             cause = _root_cause(exc)
             if mid_stream:
                 return f"the connection was lost mid-stream ({cause}); the answer is incomplete."
-            return f"cannot connect ({cause}); is the server running and the base URL right?"
+            if _is_connect_failure(exc):
+                return f"cannot connect ({cause}); is the server running and the base URL right?"
+            return f"the server closed the connection without an answer ({cause})."
         return _content_text(exc, mid_stream=mid_stream)
 
     def _redact(self, text: str) -> str:
@@ -335,7 +337,20 @@ def _status_text(status: int, message: str, key_env: str | None) -> str:
     hint = hints.get(status) or (
         "the server failed; try again later." if status >= 500 else "the request was refused."
     )
-    return f"HTTP {status}{said}. {hint}"
+    return f"HTTP {status}{said.rstrip('.')}. {hint[0].upper()}{hint[1:]}"
+
+
+def _is_connect_failure(exc: BaseException) -> bool:
+    """Refused, unresolvable or unroutable: nothing answered (vs a server that hung up on us)."""
+    names = {"ConnectError", "ConnectTimeout", "ConnectionRefusedError", "gaierror"}
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return False
+        if type(seen).__name__ in names:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _root_cause(exc: BaseException) -> str:

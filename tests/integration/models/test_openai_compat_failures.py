@@ -55,9 +55,12 @@ async def test_malformed_chunk_is_a_model_error(server: OpenAIServer, model: Ope
         await drain(model)
 
 
-async def test_disconnect_mid_stream_is_a_model_error(server: OpenAIServer, model: OpenAICompatModel) -> None:
+@pytest.mark.parametrize("after", [0, 2])
+async def test_disconnect_mid_stream_is_a_model_error(
+    server: OpenAIServer, model: OpenAICompatModel, after: int
+) -> None:
     """A connection dropped mid-stream is a ModelError that says the answer is incomplete."""
-    server.default = Reply.disconnect(after=2)
+    server.default = Reply.disconnect(after=after)
     with pytest.raises(ModelError, match="lost mid-stream"):
         await drain(model)
 
