@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import time
 
@@ -152,3 +153,14 @@ async def test_a_malformed_whole_answer_is_a_model_error(
     server.default = Reply(raw_chunk=body)
     with pytest.raises(ModelError, match="'test'"):
         await model.complete(HELLO)
+
+
+async def test_breaking_out_of_a_stream_with_aclosing_closes_it(server: OpenAIServer) -> None:
+    """A consumer that stops reading early (under contextlib.aclosing) closes the HTTP stream at once."""
+    server.default = Reply.text("y" * 40, chunks=40, chunk_delay=0.05)
+    model = OpenAICompatModel("slow", base_url=server.base_url, model=MODEL_ID, timeout_s=5)
+    async with contextlib.aclosing(model.stream(HELLO)) as events:
+        async for event in events:
+            if isinstance(event, TextDelta) and event.text:
+                break
+    assert await asyncio.to_thread(server.wait_client_closed, 2.0)
