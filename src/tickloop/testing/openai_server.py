@@ -45,7 +45,7 @@ MODEL_ID = "tickloop-test"
 class Reply:
     """One scripted behaviour for one chat-completions request.
 
-    Use the constructors: ``Reply.text``, ``Reply.echo``, ``Reply.error``, ``Reply.malformed``,
+    Use the constructors: ``Reply.text``, ``Reply.echo_user``, ``Reply.error``, ``Reply.malformed``,
     ``Reply.disconnect``, ``Reply.stall``.
     """
 
