@@ -11,7 +11,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -50,13 +50,41 @@ class OfflineModelSettings(msgspec.Struct, **_STRUCT):
     fail_on_calls: list[Annotated[int, msgspec.Meta(ge=1)]] = msgspec.field(default_factory=list)
 
 
+class EndpointSettings(msgspec.Struct, **_STRUCT):
+    """One OpenAI-compatible endpoint (``[model.endpoints.NAME]``). The key is never a setting:
+    ``apiKeyEnv`` names the environment variable (or env-file entry) that holds it."""
+
+    #: ``https://api.deepseek.com/v1``, ``http://127.0.0.1:11434/v1`` (Ollama), ...
+    base_url: str
+    #: the model id the server expects (``deepseek-chat``, ``gpt-4o-mini``, ``llama3.2``)
+    model: str
+    #: variable holding the API key; empty for servers without keys (llama.cpp, Ollama, vLLM)
+    api_key_env: str = ""
+    #: seconds to wait on the server: connecting, the first byte, and each read while streaming
+    timeout_s: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 60.0
+    #: what the UI shows next to the output; empty: ``NAME (model)``
+    label: str = ""
+    #: how structured output is requested: ``json_schema``, ``json_object`` (DeepSeek) or ``none``
+    response_format: Literal["json_schema", "json_object", "none"] = "json_schema"
+    #: sampling temperature sent with every request; unset: the server's default
+    temperature: Annotated[float, msgspec.Meta(ge=0, le=2)] | None = None
+    #: answer length cap sent with every request; unset: the server's default
+    max_tokens: Annotated[int, msgspec.Meta(ge=1)] | None = None
+
+
 class ModelSettings(msgspec.Struct, **_STRUCT):
     """Which model the harness and the operator talk to."""
 
-    #: ``offline`` (built in, deterministic), ``local`` or a name from ``[models.*]``
+    #: ``offline`` (built in, deterministic), ``local`` or a name from ``[model.endpoints]``
     name: str = "offline"
     #: options of the built-in offline model
     offline: OfflineModelSettings = msgspec.field(default_factory=OfflineModelSettings)
+    #: user-defined OpenAI-compatible endpoints by name
+    endpoints: dict[str, EndpointSettings] = msgspec.field(default_factory=dict)
+    #: base URL of the ``env`` model (set by ``TICKLOOP_MODEL_BASE_URL``)
+    base_url: str = ""
+    #: model id of the ``env`` model (set by ``TICKLOOP_MODEL_ID``)
+    model_id: str = ""
 
 
 class StoreSettings(msgspec.Struct, **_STRUCT):
@@ -83,6 +111,8 @@ ENV_VARS: dict[str, tuple[str, str]] = {
     "TICKLOOP_AUDIT_DIR": ("tick", "auditDir"),
     "TICKLOOP_DEFAULT_POLICY": ("tick", "defaultPolicy"),
     "TICKLOOP_MODEL": ("model", "name"),
+    "TICKLOOP_MODEL_BASE_URL": ("model", "baseUrl"),
+    "TICKLOOP_MODEL_ID": ("model", "modelId"),
     "TICKLOOP_STORE": ("store", "url"),
     "TICKLOOP_ENV_FILE": ("", "envFile"),
 }

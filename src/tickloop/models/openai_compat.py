@@ -1,0 +1,363 @@
+"""Any OpenAI-compatible chat-completions server (OpenAI, DeepSeek, vLLM, Ollama, llama.cpp) via the
+official ``openai`` SDK.
+
+The SDK is imported inside the methods that talk to a server: importing it costs ~400 ms of CPU, and
+one-shot operator ticks that never call a model must not pay for it.
+
+Every failure leaves as ``ModelError`` with a message that names the model, the endpoint, what went
+wrong and what to do, and never contains the API key. Cancelling the consuming task closes the HTTP
+stream before the cancellation propagates, so an interrupt is immediate and the server sees it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import re
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
+
+from tickloop.errors import ModelError
+from tickloop.models.base import ChatMessage, Completion, Finished, StreamEvent, TextDelta, Usage
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+#: how ``complete(json_schema=...)`` asks for structure: ``json_schema`` (OpenAI, vLLM, llama.cpp,
+#: Ollama), ``json_object`` (DeepSeek: JSON but no schema), ``none`` (servers that reject both).
+#: The answer is validated by the caller either way (``tickloop.models.structured``).
+ResponseFormat = Literal["json_schema", "json_object", "none"]
+
+#: sent as the bearer token when an endpoint needs no key (llama.cpp, Ollama). Passing ``None``
+#: instead would make the SDK read ``OPENAI_API_KEY`` and send a real OpenAI key to that server.
+NO_KEY = "no-key-required"
+
+_SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]")
+_KEYLIKE = re.compile(r"\b(sk|key|token)-[A-Za-z0-9_\-]{8,}")
+
+
+class OpenAICompatModel:
+    """A ``ChatModel`` for one OpenAI-compatible endpoint.
+
+    ``keep_alive`` (default: remote hosts only) keeps idle connections between calls; await
+    ``aclose()`` when done with such a model to close them.
+    ``timeout_s`` bounds every wait on the server (connecting, the response headers and each read
+    while streaming), so a stalled stream fails within it; a long answer that keeps streaming is
+    never cut off. ``connect_timeout_s`` (default ``min(timeout_s, 10)``) bounds the TCP connect.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+        connect_timeout_s: float | None = None,
+        label: str | None = None,
+        response_format: ResponseFormat = "json_schema",
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        api_key_env: str | None = None,
+        keep_alive: bool | None = None,
+    ) -> None:
+        self.name = name
+        self.label = label or f"{name} ({model})"
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s if connect_timeout_s is not None else min(timeout_s, 10.0)
+        self.response_format: ResponseFormat = response_format
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        #: only for messages ("check $DEEPSEEK_API_KEY"); the key itself is never shown
+        self.api_key_env = api_key_env
+        #: reuse idle connections between calls. Default: only for remote hosts, where a new TLS
+        #: handshake per call costs 50-150 ms; on loopback a new connection costs ~0.1 ms, and
+        #: keeping none means a finished call leaves no socket behind when its event loop ends.
+        self.keep_alive = keep_alive if keep_alive is not None else not _is_loopback(self.base_url)
+        self._api_key = api_key or NO_KEY
+        self._client: AsyncOpenAI | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def __repr__(self) -> str:  # the key stays out of reprs, logs and tracebacks
+        return f"OpenAICompatModel(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r})"
+
+    # -- ChatModel ---------------------------------------------------------------------------------
+
+    async def stream(self, messages: Sequence[ChatMessage]) -> AsyncIterator[StreamEvent]:
+        """Stream one answer; ``ModelError`` on any failure, including a stream that ends unfinished."""
+        client = self._get_client()
+        started = False
+        usage: Usage | None = None
+        finish: str | None = None
+        try:
+            response = await client.chat.completions.create(
+                model=self.model,
+                messages=_wire(messages),
+                stream=True,
+                stream_options={"include_usage": True},
+                **self._sampling(),
+            )
+            # ``async with`` closes the HTTP response on every exit: end, error, or cancellation
+            # (an interrupt), so the server sees the connection close at once.
+            async with response:
+                async for chunk in response:
+                    started = True
+                    usage = _chunk_usage(chunk) or usage
+                    for text, reason in _chunk_choices(chunk):
+                        if text:
+                            yield TextDelta(text)
+                        finish = reason or finish
+        except (asyncio.CancelledError, ModelError):
+            raise
+        except Exception as exc:  # noqa: BLE001  (the contract: ANY provider failure is a ModelError)
+            raise self._error(exc, mid_stream=started) from None
+        if finish is None:
+            raise ModelError(self._where("the stream ended before the model finished (no finish_reason)"))
+        yield Finished(usage=usage, finish_reason=finish)
+
+    async def complete(
+        self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, Any] | None = None
+    ) -> Completion:
+        """One whole answer. With ``json_schema`` the server is asked for that shape (see
+        ``response_format``); the caller still validates the text (fail closed)."""
+        client = self._get_client()
+        try:
+            response = await client.chat.completions.create(
+                model=self.model,
+                messages=_wire(messages),
+                **self._sampling(),
+                **self._response_format_kwargs(json_schema),
+            )
+            text, usage = _completion_parts(response)
+        except (asyncio.CancelledError, ModelError):
+            raise
+        except Exception as exc:  # noqa: BLE001  (the contract: ANY provider failure is a ModelError)
+            raise self._error(exc, mid_stream=False) from None
+        return Completion(text=text, usage=usage, model=self.model)
+
+    # -- beyond the interface ----------------------------------------------------------------------
+
+    async def list_model_ids(self, timeout_s: float = 3.0) -> list[str]:
+        """``GET /models`` with a short timeout: is the endpoint reachable, and what does it serve?"""
+        client = self._get_client()
+        try:
+            page = await client.models.list(timeout=timeout_s)
+            return [m.id for m in page.data]
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001  (reachability check: every failure is an answer)
+            raise self._error(exc, mid_stream=False) from None
+
+    async def aclose(self) -> None:
+        """Close the connection pool (optional: a process that exits needs not)."""
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _get_client(self) -> AsyncOpenAI:
+        """One client (and connection pool) per event loop: pooled connections belong to a loop."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = self._new_client()
+            self._client_loop = loop
+        return self._client
+
+    def _new_client(self) -> AsyncOpenAI:
+        import httpx2  # noqa: PLC0415  (the SDK's HTTP client; model path only)
+        from openai import AsyncOpenAI, DefaultAsyncHttpx2Client  # noqa: PLC0415  (~400 ms CPU)
+
+        timeout = httpx2.Timeout(self.timeout_s, connect=self.connect_timeout_s)
+        # The client is kept per loop: building one costs ~20 ms (TLS context). Idle keep-alive
+        # connections are kept only when ``keep_alive`` (see __init__), since an idle socket outlives
+        # the caller's event loop unless ``aclose()`` is awaited.
+        idle = 20 if self.keep_alive else 0
+        limits = httpx2.Limits(max_connections=100, max_keepalive_connections=idle)
+        client = AsyncOpenAI(
+            api_key=self._api_key,
+            base_url=self.base_url,
+            timeout=timeout,
+            http_client=DefaultAsyncHttpx2Client(timeout=timeout, limits=limits),
+            # The Tick Protocol forbids timer-based retry: a failed call ends the turn with an
+            # ``error`` terminal and a person (or the next scheduled tick) decides what happens next.
+            max_retries=0,
+        )
+        # The endpoint's identity comes from our config only: never send the ambient
+        # OPENAI_ORG_ID / OPENAI_PROJECT_ID that the SDK reads from the environment to another server.
+        client.organization = None
+        client.project = None
+        return client
+
+    def _sampling(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
+        if self.temperature is not None:
+            extra["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            extra["max_tokens"] = self.max_tokens
+        return extra
+
+    def _response_format_kwargs(self, json_schema: Mapping[str, Any] | None) -> dict[str, Any]:
+        if json_schema is None or self.response_format == "none":
+            return {}
+        if self.response_format == "json_object":
+            return {"response_format": {"type": "json_object"}}
+        spec = {"name": schema_name(json_schema), "schema": dict(json_schema), "strict": True}
+        return {"response_format": {"type": "json_schema", "json_schema": spec}}
+
+    def _where(self, what: str) -> str:
+        return f"model {self.name!r} ({self.model} at {self.base_url}): {what}"
+
+    def _error(self, exc: Exception, *, mid_stream: bool) -> ModelError:
+        return ModelError(self._redact(self._where(self._describe(exc, mid_stream=mid_stream))))
+
+    def _describe(self, exc: Exception, *, mid_stream: bool) -> str:
+        import openai  # noqa: PLC0415  (already imported by the call that failed)
+
+        if isinstance(exc, openai.APIStatusError):
+            return _status_text(exc.status_code, _server_message(exc.body), self.api_key_env)
+        if isinstance(exc, openai.APITimeoutError):
+            return (
+                f"no answer within {self.timeout_s:g} s (timed out"
+                f"{' mid-stream' if mid_stream else ''}); the server is stalled or overloaded. "
+                "Raise timeoutS for this endpoint if it is just slow."
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            cause = _root_cause(exc)
+            if mid_stream:
+                return f"the connection was lost mid-stream ({cause}); the answer is incomplete."
+            if _is_connect_failure(exc):
+                return f"cannot connect ({cause}); is the server running and the base URL right?"
+            return f"the server closed the connection without an answer ({cause})."
+        return _content_text(exc, mid_stream=mid_stream)
+
+    def _redact(self, text: str) -> str:
+        """Servers sometimes echo the key they rejected; it must never reach a message or a log."""
+        if self._api_key != NO_KEY:
+            text = text.replace(self._api_key, "[redacted]")
+        return _KEYLIKE.sub("[redacted]", text)
+
+
+class _ShapeError(Exception):
+    """The server's JSON parsed but is not a chat completion (the SDK does not validate it)."""
+
+
+def _content_text(exc: Exception, *, mid_stream: bool) -> str:
+    import openai  # noqa: PLC0415  (already imported by the call that failed)
+
+    if isinstance(exc, openai.APIError):  # an ``error`` event inside the stream
+        return f"the server reported an error: {exc.message}"
+    if isinstance(exc, ValueError | _ShapeError):  # json.JSONDecodeError, a wrong shape
+        return f"the server sent a malformed {'stream chunk' if mid_stream else 'response'}: {exc}"
+    return f"unexpected answer ({type(exc).__name__}: {exc}); is this an OpenAI-compatible server?"
+
+
+def _is_loopback(base_url: str) -> bool:
+    host = urlsplit(base_url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def schema_name(schema: Mapping[str, Any]) -> str:
+    """``json_schema.name`` must match ``[A-Za-z0-9_-]{1,64}``: the schema's title, or ``response``."""
+    title = schema.get("title")
+    name = _SCHEMA_NAME.sub("_", title)[:64] if isinstance(title, str) else ""
+    return name or "response"
+
+
+def _wire(messages: Sequence[ChatMessage]) -> Any:
+    # ``Any``: the SDK's TypedDict union for messages; ours are plain role/content dicts.
+    return [m.to_wire() for m in messages]
+
+
+def _chunk_usage(chunk: Any) -> Usage | None:
+    usage = getattr(chunk, "usage", None)
+    if usage is None:
+        return None
+    return Usage(input_tokens=int(usage.prompt_tokens), output_tokens=int(usage.completion_tokens))
+
+
+def _chunk_choices(chunk: Any) -> list[tuple[str | None, str | None]]:
+    """(text, finish_reason) per choice; the SDK does not validate chunks, so check their shape."""
+    choices = getattr(chunk, "choices", None) or []
+    if not isinstance(choices, list):
+        raise _ShapeError(f"choices is {type(choices).__name__}, not a list")
+    out: list[tuple[str | None, str | None]] = []
+    for choice in choices:
+        delta = getattr(choice, "delta", None)
+        text = getattr(delta, "content", None) if delta is not None else None
+        reason = getattr(choice, "finish_reason", None)
+        if not isinstance(text, str | None) or not isinstance(reason, str | None):
+            raise _ShapeError("a choice's delta.content or finish_reason is not a string")
+        out.append((text, reason))
+    return out
+
+
+def _completion_parts(response: Any) -> tuple[str, Usage | None]:
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        raise _ShapeError("the answer has no choices")
+    message = getattr(choices[0], "message", None)
+    text = getattr(message, "content", None)
+    if not isinstance(text, str):
+        refusal = getattr(message, "refusal", None)
+        raise _ShapeError(f"the answer has no text{f' (refusal: {refusal})' if refusal else ''}")
+    return text, _chunk_usage(response)
+
+
+def _server_message(body: object) -> str:
+    if isinstance(body, Mapping):
+        error = body.get("error", body)
+        message = error.get("message") if isinstance(error, Mapping) else error
+        if message:
+            return str(message)[:300]
+    return json.dumps(body)[:300] if body is not None else ""
+
+
+def _status_text(status: int, message: str, key_env: str | None) -> str:
+    said = f": {message}" if message else ""
+    key = f"${key_env}" if key_env else "the endpoint's API key (apiKeyEnv)"
+    hints = {
+        400: "the server rejected the request; if it mentions response_format, set "
+        'responseFormat = "none" (or "json_object") for this endpoint.',
+        401: f"the server refused the credentials: check {key}.",
+        403: f"the server refused the credentials: check {key}.",
+        404: "check the base URL (it usually ends in /v1) and the model id.",
+        429: "rate limited or out of quota; tickloop does not retry on a timer: try again later.",
+    }
+    hint = hints.get(status) or (
+        "the server failed; try again later." if status >= 500 else "the request was refused."
+    )
+    return f"HTTP {status}{said.rstrip('.')}. {hint[0].upper()}{hint[1:]}"
+
+
+def _is_connect_failure(exc: BaseException) -> bool:
+    """Refused, unresolvable or unroutable: nothing answered (vs a server that hung up on us)."""
+    names = {"ConnectError", "ConnectTimeout", "ConnectionRefusedError", "gaierror"}
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return False
+        if type(seen).__name__ in names:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _root_cause(exc: BaseException) -> str:
+    seen = exc
+    for _ in range(10):  # bounded: a chain is short, and a cycle must not hang an error path
+        nxt = seen.__cause__ or seen.__context__
+        if nxt is None:
+            break
+        seen = nxt
+    return f"{type(seen).__name__}: {seen}" if str(seen) else type(seen).__name__

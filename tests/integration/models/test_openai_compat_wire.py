@@ -1,0 +1,157 @@
+"""The OpenAI-compatible provider against a real local server: what a turn streams and sends."""
+
+from __future__ import annotations
+
+import pytest
+
+from tickloop.models import ChatMessage, Finished, OpenAICompatModel, TextDelta, Usage
+from tickloop.testing.openai_server import MODEL_ID, OpenAIServer, Reply
+
+HELLO = [ChatMessage("system", "be brief"), ChatMessage("user", "hello there")]
+
+
+async def collect(model: OpenAICompatModel) -> tuple[str, list[Finished], int]:
+    text, finishes, deltas = "", [], 0
+    async for event in model.stream(HELLO):
+        if isinstance(event, TextDelta):
+            text += event.text
+            deltas += 1
+        else:
+            finishes.append(event)
+    return text, finishes, deltas
+
+
+async def test_streamed_text_assembles_exactly(server: OpenAIServer, model: OpenAICompatModel) -> None:
+    """The streamed deltas join to exactly the server's answer, and the stream ends with one Finished."""
+    server.default = Reply.text("Hello, wörld — in five chunks!", chunks=5)
+    text, finishes, deltas = await collect(model)
+    assert text == "Hello, wörld — in five chunks!"
+    assert deltas == 5
+    assert len(finishes) == 1
+    assert finishes[0].finish_reason == "stop"
+
+
+async def test_stream_maps_the_usage_chunk(server: OpenAIServer, model: OpenAICompatModel) -> None:
+    """Token usage from the final usage chunk reaches Finished as input/output tokens."""
+    server.default = Reply(content="a b c", usage=(17, 3))
+    _, finishes, _ = await collect(model)
+    assert finishes[0].usage == Usage(input_tokens=17, output_tokens=3)
+
+
+async def test_stream_request_asks_for_usage_and_carries_the_messages(
+    server: OpenAIServer, model: OpenAICompatModel, api_key: str
+) -> None:
+    """The request streams, asks for usage, names the model and carries the messages verbatim."""
+    await collect(model)
+    (body,) = server.bodies()
+    assert body["stream"] is True
+    assert body["stream_options"] == {"include_usage": True}
+    assert body["model"] == MODEL_ID
+    assert body["messages"] == [m.to_wire() for m in HELLO]
+    assert "response_format" not in body
+    assert server.requests[0].headers["authorization"] == f"Bearer {api_key}"
+
+
+async def test_complete_returns_the_whole_answer_with_usage(
+    server: OpenAIServer, model: OpenAICompatModel
+) -> None:
+    """A non-streamed completion returns the text, the usage and the model id."""
+    server.default = Reply(content="the whole answer", usage=(5, 3))
+    completion = await model.complete(HELLO)
+    assert completion.text == "the whole answer"
+    assert completion.usage == Usage(5, 3)
+    assert completion.model == MODEL_ID
+    assert "stream" not in server.bodies()[0]
+
+
+async def test_calls_without_keep_alive_use_fresh_connections(
+    server: OpenAIServer, model: OpenAICompatModel
+) -> None:
+    """On loopback each call opens its own connection, so none is left open after a call."""
+    await model.complete(HELLO)
+    await model.complete(HELLO)
+    assert len({r.client_port for r in server.requests}) == 2
+
+
+async def test_complete_sends_the_json_schema_as_response_format(
+    server: OpenAIServer, model: OpenAICompatModel
+) -> None:
+    """With a schema, the request carries response_format json_schema with that schema, strict."""
+    schema = {"title": "Action intent", "type": "object", "properties": {"type": {"type": "string"}}}
+    await model.complete(HELLO, json_schema=schema)
+    sent = server.bodies()[0]["response_format"]
+    assert sent == {
+        "type": "json_schema",
+        "json_schema": {"name": "Action_intent", "schema": schema, "strict": True},
+    }
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [("json_object", {"type": "json_object"}), ("none", None)],
+)
+async def test_response_format_fallbacks_for_servers_without_schema_support(
+    server: OpenAIServer, mode: str, expected: dict[str, str] | None
+) -> None:
+    """responseFormat json_object sends only the JSON mode; none sends no response_format at all."""
+    model = OpenAICompatModel(
+        "test",
+        base_url=server.base_url,
+        model=MODEL_ID,
+        response_format=mode,  # type: ignore[arg-type]
+    )
+    await model.complete(HELLO, json_schema={"type": "object"})
+    assert server.bodies()[0].get("response_format") == expected
+
+
+async def test_sampling_options_are_sent_when_configured(server: OpenAIServer) -> None:
+    """temperature and max_tokens reach the server when set (temperature 0 makes local models repeat)."""
+    model = OpenAICompatModel("t", base_url=server.base_url, model=MODEL_ID, temperature=0, max_tokens=64)
+    await model.complete(HELLO)
+    body = server.bodies()[0]
+    assert (body["temperature"], body["max_tokens"]) == (0, 64)
+
+
+async def test_keyless_endpoint_never_sends_the_ambient_openai_key(
+    server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An endpoint without a key never receives OPENAI_API_KEY or the OpenAI org/project ids."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-ambient-real-openai-key-000000")
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-ambient")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-ambient")
+    model = OpenAICompatModel("local", base_url=server.base_url, model=MODEL_ID)
+    await model.complete(HELLO)
+    headers = server.requests[0].headers
+    assert "sk-ambient" not in headers.get("authorization", "")
+    assert "openai-organization" not in headers
+    assert "openai-project" not in headers
+
+
+async def test_list_model_ids_reports_what_the_server_serves(
+    server: OpenAIServer, model: OpenAICompatModel
+) -> None:
+    """GET /models answers with the served model ids (what `models list --check` shows)."""
+    assert await model.list_model_ids() == [MODEL_ID]
+
+
+def test_repr_never_shows_the_key(model: OpenAICompatModel, api_key: str) -> None:
+    """A provider printed in a log or traceback shows its endpoint, never its key."""
+    assert api_key not in repr(model)
+    assert "test" in repr(model)
+
+
+def test_keep_alive_defaults_to_remote_hosts_only() -> None:
+    """Loopback servers get a fresh connection per call (no socket left behind); remote ones reuse."""
+    local = OpenAICompatModel("a", base_url="http://127.0.0.1:8087/v1", model="m")
+    named = OpenAICompatModel("b", base_url="http://localhost:8087/v1", model="m")
+    remote = OpenAICompatModel("c", base_url="https://api.deepseek.com/v1", model="m")
+    assert (local.keep_alive, named.keep_alive, remote.keep_alive) == (False, False, True)
+
+
+async def test_keep_alive_reuses_one_connection_until_aclose(server: OpenAIServer) -> None:
+    """With keep_alive, consecutive calls share a connection, and aclose() releases it."""
+    model = OpenAICompatModel("k", base_url=server.base_url, model=MODEL_ID, keep_alive=True)
+    for _ in range(3):
+        assert (await model.complete(HELLO)).text
+    assert len({r.client_port for r in server.requests}) == 1
+    await model.aclose()

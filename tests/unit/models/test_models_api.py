@@ -1,0 +1,18 @@
+"""The public surface of tickloop.models stays deliberate."""
+
+from __future__ import annotations
+
+import types
+
+import tickloop.models
+
+
+def test_all_lists_exactly_the_public_names() -> None:
+    """`__all__` names every public attribute of tickloop.models and nothing else."""
+    public = {
+        name
+        for name, value in vars(tickloop.models).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType) and name != "annotations"
+    }
+    assert set(tickloop.models.__all__) == public
+    assert sorted(tickloop.models.__all__) == tickloop.models.__all__
