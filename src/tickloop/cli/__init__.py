@@ -20,6 +20,8 @@ COMMANDS: dict[str, str] = {
     "audit": "tickloop.cli.audit:audit",
     "policies": "tickloop.cli.tick:policies",
     "parse-tick": "tickloop.cli.tick:parse_tick_command",
+    "chat": "tickloop.cli.chat:chat",
+    "sessions": "tickloop.cli.sessions:sessions",
 }
 
 EXIT_OK = 0
