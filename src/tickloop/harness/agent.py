@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from tickloop.clock import Clock
 from tickloop.errors import ModelError
@@ -83,7 +83,11 @@ class Agent:
 
     async def wait_idle(self) -> None:
         """Return once the agent is idle (a scripted driver reads its next line only then)."""
-        while not self.idle:
+        await self.wait_for(lambda: self.idle)
+
+    async def wait_for(self, condition: Callable[[], bool]) -> None:
+        """Return once ``condition()`` holds; it is re-checked after every change of agent state."""
+        while not condition():
             await self._changed.wait()
 
     # -- lifecycle -----------------------------------------------------------------------------
