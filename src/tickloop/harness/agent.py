@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 
 from tickloop.clock import Clock
-from tickloop.errors import ModelError
+from tickloop.errors import ModelError, TickloopError
 from tickloop.harness.commands import CommandPlane, CommandResult, is_command
 from tickloop.harness.events import AgentEvent, Listener, Notice, TextStreamed, TurnEnded, TurnStarted
 from tickloop.harness.plugin import Plugin, PluginHost
@@ -25,6 +25,10 @@ from tickloop.harness.session import Session, Turn
 from tickloop.models.base import ChatMessage, ChatModel, Finished, TextDelta, Usage
 from tickloop.protocol.envelope import USER_SOURCE, Message
 from tickloop.protocol.predicates import TerminalStatus
+
+
+class HarnessError(TickloopError):
+    """The agent cannot go on."""
 
 
 class Agent:
@@ -51,6 +55,7 @@ class Agent:
         self._stream: asyncio.Task[Usage | None] | None = None
         self._worker: asyncio.Task[None] | None = None
         self._closed = False
+        self._failure: BaseException | None = None
         self.commands.register("help", self._help, "list the commands")
         self.commands.register("interrupt", self._interrupt_command, "interrupt the active turn")
 
@@ -86,8 +91,16 @@ class Agent:
         await self.wait_for(lambda: self.idle)
 
     async def wait_for(self, condition: Callable[[], bool]) -> None:
-        """Return once ``condition()`` holds; it is re-checked after every change of agent state."""
-        while not condition():
+        """Return once ``condition()`` holds; it is re-checked after every change of agent state.
+
+        Raises ``HarnessError`` if the turn worker died (e.g. the session file could not be written),
+        so a driver fails loudly instead of waiting forever.
+        """
+        while True:
+            if self._failure is not None:
+                raise HarnessError(f"the agent stopped: {self._failure!r}") from self._failure
+            if condition():
+                return
             await self._changed.wait()
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -97,6 +110,13 @@ class Agent:
         for plugin in self.plugins:
             plugin.start(PluginHost(self, plugin))
         self._worker = asyncio.create_task(self._run(), name="tickloop-agent")
+        self._worker.add_done_callback(self._worker_done)
+
+    def _worker_done(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            self._failure = task.exception()
+            self.emit(Notice(f"the agent stopped: {self._failure!r}", error=True))
+            self.notify_changed()
 
     async def close(self) -> None:
         """Interrupt an active turn, dispose the plugins, stop the worker, close the session."""
@@ -107,9 +127,9 @@ class Agent:
         self.interrupt()
         for plugin in self.plugins:
             plugin.dispose()
-        while self.turn_active:
+        while self.turn_active and self._failure is None:
             await self._changed.wait()
-        if self._worker is not None:
+        if self._worker is not None and not self._worker.done():  # a dead worker was reported already
             self._worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._worker
@@ -127,6 +147,10 @@ class Agent:
         text = line.rstrip("\r\n")
         if not text.strip():
             return None
+        if not _is_unicode(text):
+            refused = CommandResult("not sent: the message is not well-formed Unicode", ok=False)
+            self.emit(Notice(refused.text, error=True))
+            return refused
         self.enqueue(Message(role="user", content=(text,), source=USER_SOURCE))
         return None
 
@@ -204,6 +228,14 @@ class Agent:
                 plugin.on_terminal(turn)
             except Exception as exc:  # noqa: BLE001  (one broken plugin must not end the conversation)
                 self.emit(Notice(f"plugin {plugin.name} failed on turn {turn.number}: {exc!r}", error=True))
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _outcome(task: asyncio.Task[Usage | None]) -> tuple[TerminalStatus, Usage | None, str | None]:

@@ -8,6 +8,7 @@ import pytest
 
 from tickloop.errors import ConfigError
 from tickloop.harness import Agent, CommandResult, Notice, PluginHost, TextStreamed, Turn, memory_session
+from tickloop.harness.agent import HarnessError
 from tickloop.models import OfflineModel
 from tickloop.protocol.envelope import Message, Source
 from tickloop.protocol.predicates import TerminalStatus
@@ -187,3 +188,36 @@ async def test_the_terminal_is_durable_before_plugins_observe_it() -> None:
     assert seen == [True]
     assert agent.session.turns[0].terminal is not None
     assert agent.session.turns[0].terminal.status is TerminalStatus.COMPLETED
+
+
+async def test_a_message_that_is_not_unicode_is_refused_before_it_reaches_the_session() -> None:
+    """A lone surrogate cannot be stored or sent: the line is refused with a clear message."""
+    model = OfflineModel()
+    agent, _ = await started(model)
+    result = agent.submit("bad \ud800 text")
+    assert result is not None
+    assert "not well-formed Unicode" in result.text
+    await idle(agent)
+    assert model.calls == []
+    assert agent.session.turns == []
+    await agent.close()
+
+
+async def test_a_dead_worker_fails_waiters_instead_of_hanging() -> None:
+    """If the session cannot be written, wait_idle raises instead of waiting forever."""
+
+    class BrokenLog:
+        def append(self, record: object) -> None:  # noqa: ARG002
+            raise OSError("disk full")
+
+        def close(self) -> None:
+            """Nothing to release."""
+
+    session = memory_session()
+    session.log = BrokenLog()
+    agent = Agent(OfflineModel(), session)
+    await agent.start()
+    agent.submit("hello")
+    with pytest.raises(HarnessError, match="disk full"):
+        await idle(agent)
+    await agent.close()
