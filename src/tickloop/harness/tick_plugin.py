@@ -11,8 +11,9 @@ or cancelled; enqueued -> scheduled | complete | stopped on the step's terminal.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -88,6 +89,10 @@ class TickPlugin:
             self._orphan = None
 
     def on_terminal(self, turn: Turn) -> None:
+        with self._guard():
+            self._observe(turn)
+
+    def _observe(self, turn: Turn) -> None:
         run = self._run
         if run is None or turn.terminal is None:
             return
@@ -114,6 +119,13 @@ class TickPlugin:
     # -- the /tick command ---------------------------------------------------------------------------
 
     def handle(self, line: str) -> CommandResult:
+        """Run one ``/tick`` line; every outcome, refusals included, is in the ledger first."""
+        result = CommandResult("/tick failed; the run was abandoned (see the message above)", ok=False)
+        with self._guard():
+            result = self._handle(line)
+        return result  # noqa: RET504  (the guard may swallow the exception: result keeps the fallback)
+
+    def _handle(self, line: str) -> CommandResult:
         opts = self.options
         try:
             command = parse_tick(
@@ -140,7 +152,7 @@ class TickPlugin:
         return CommandResult(f"run {run_id} stopped ({STOP_USER})")
 
     def _reject(self, rule: str, message: str, *, token: str | None = None) -> CommandResult:
-        self._write(RecordType.COMMAND_REJECTED, rule=rule, token=token)
+        self._write(RecordType.COMMAND_REJECTED, rule=rule, token=None if token is None else token[:64])
         return CommandResult(f"/tick refused: {message} [{rule}]", ok=False)
 
     def _arm(self, command: TickStart) -> CommandResult:
@@ -163,12 +175,14 @@ class TickPlugin:
             resume_allowed=command.resume,
         )
         self._run, self._enqueued = run, 0
+        first = next_step(run, view)  # recorded here so a run that starts by waiting says so
         self._write_run(
             RecordType.LOOP_ARMED,
             requested=command.count,
             resume=command.resume,
             resumeBoundary=True if decision.rule == "admit.resume_boundary" else None,
             rule=decision.rule,
+            next=first.rule,
         )
         host.changed()
         self._advance()
@@ -206,6 +220,10 @@ class TickPlugin:
 
     def _fire(self, generation: int) -> None:
         """The timer: enqueue only if this is still the run's pending step and nothing changed."""
+        with self._guard():
+            self._fire_checked(generation)
+
+    def _fire_checked(self, generation: int) -> None:
         run, host = self._run, self._require_host()
         if generation != self._generation or run is None or run.state is not RunState.SCHEDULED:
             return  # a stale timer from an earlier schedule or run: never enqueue into a newer one
@@ -251,6 +269,23 @@ class TickPlugin:
         self._run, self._due, self._token = None, None, None
         self._generation += 1
         self._require_host().changed()
+
+    @contextlib.contextmanager
+    def _guard(self) -> Iterator[None]:
+        """If acting fails (e.g. the ledger cannot be written), abandon the run rather than hang.
+
+        The ledger then shows the run open; the next start closes it as ``recover.orphaned_run``.
+        """
+        try:
+            yield
+        except Exception as exc:  # noqa: BLE001  (any failure here must release the agent, and say so)
+            if self._timer is not None:
+                self._timer.cancel()
+            self._run, self._timer, self._due, self._token = None, None, None, None
+            self._generation += 1
+            if self._host is not None:
+                self._host.notice(f"tick run abandoned: {exc!r}", error=True)
+                self._host.changed()
 
     # -- records and text --------------------------------------------------------------------------
 

@@ -183,3 +183,36 @@ async def test_an_active_turn_is_never_steered(make_chat: ChatFactory) -> None:
         ("tick_cancelled_before_enqueue", "cancel.state_changed"),
         ("loop_stopped", "cancel.state_changed"),
     ]
+
+
+async def test_a_ledger_that_cannot_be_written_abandons_the_run_instead_of_hanging(
+    make_chat: ChatFactory,
+) -> None:
+    """If the audit ledger fails mid-run, the person is told and the chat goes idle rather than hanging."""
+    chat = await make_chat()
+    await chat.say("hello")
+
+    class Full:
+        def append(self, rec: dict[str, object]) -> dict[str, object]:  # noqa: ARG002
+            raise OSError("disk full")
+
+    real = chat.plugin.ledger
+    chat.plugin.ledger = Full()
+    await chat.say("/tick 2")
+    assert chat.plugin.run is None
+    assert any("tick run abandoned" in text and "disk full" in text for text in chat.notices())
+    chat.plugin.ledger = real
+    assert chat.types() == []
+
+
+async def test_a_run_that_starts_while_a_turn_is_open_records_that_it_waits(make_chat: ChatFactory) -> None:
+    """loop_armed names the first scheduling decision, so a waiting start is visible in the ledger."""
+    chat = await make_chat(model=OfflineModel(reply="a b c", token_delay=0.02))
+    await chat.say("hello")
+    chat.agent.submit("more")
+    await chat.streaming()
+    chat.agent.submit("/tick 1")
+    assert chat.records()[0]["next"] == "next.terminal_missing"
+    await chat.idle()
+    await chat.say("/tick 1")
+    assert chat.records()[-5]["next"] == "next.ok"
