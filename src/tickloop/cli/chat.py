@@ -19,6 +19,7 @@ from typing import TextIO
 import click
 import msgspec
 
+from tickloop.audit import session_file_name
 from tickloop.cli.chat_render import Renderer
 from tickloop.config import load_settings
 from tickloop.harness import (
@@ -68,6 +69,8 @@ def chat(
         model, sessions_dir=sessions_dir, session_id=session_id, tick=options, listeners=[renderer]
     )
     renderer.notice(f"session {session_id} · model {model.label} · /help lists commands")
+    if options is not None:
+        renderer.notice(f"audit ledger {options.audit_dir / session_file_name(session_id)}")
     for terminal in agent.session.recovered:
         renderer.notice(f"turn {terminal.turn} was left open by an earlier process: recorded as interrupted")
     with ChatPresence(presence_path(), session_id):
@@ -112,6 +115,8 @@ def _interrupt(agent: Agent, renderer: Renderer) -> None:
     """Ctrl-C ends the active turn (``interrupted``), not the program."""
     if agent.interrupt():
         renderer.notice("interrupted")
+    else:
+        renderer.notice("no turn is active (Ctrl-D exits)")
 
 
 async def _interactive(agent: Agent, renderer: Renderer) -> None:

@@ -7,6 +7,7 @@ same interface without a file, for embedders and benchmarks that do not persist.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from collections.abc import Mapping
@@ -61,8 +62,9 @@ class JsonlLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.torn_repaired = _cut_torn_tail(path)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        _lock(self._fd, path)
+        self.torn_repaired = _cut_torn_tail(path)
 
     def append(self, record: Mapping[str, Any]) -> None:
         if self._fd < 0:
@@ -74,6 +76,16 @@ class JsonlLog:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+
+
+def _lock(fd: int, path: Path) -> None:
+    """One writer per session: two processes appending would interleave turns. A crash (even
+    kill -9) releases the lock with the process, so it never needs cleaning up."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise SessionError(f"{path} is open in another process; close that chat first") from None
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:

@@ -137,3 +137,12 @@ def test_listing_and_showing_never_write(tmp_path: Path) -> None:
     assert session_path(tmp_path, "ro").read_bytes() == before
     with pytest.raises(SessionError, match="no session"):
         load_session(tmp_path, "missing")
+
+
+def test_a_session_has_one_writer_at_a_time(tmp_path: Path) -> None:
+    """A second process (or agent) opening the same session is refused instead of interleaving turns."""
+    first = open_session(tmp_path, "busy")
+    with pytest.raises(SessionError, match="open in another process"):
+        open_session(tmp_path, "busy")
+    first.close()
+    open_session(tmp_path, "busy").close()
