@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from tickloop.clock import utc_iso
-from tickloop.errors import TickCommandError
+from tickloop.errors import ConfigError, TickCommandError
 from tickloop.harness.commands import CommandResult
 from tickloop.harness.plugin import PluginHost
 from tickloop.harness.session import Turn
@@ -77,6 +77,8 @@ class TickPlugin:
     # -- plugin hooks ------------------------------------------------------------------------------
 
     def start(self, host: PluginHost) -> None:
+        if self._host is not None:
+            raise ConfigError("a TickPlugin serves exactly one agent: one run and one timer per agent")
         self._host = host
         host.register_command(
             "tick", self.handle, "/tick [N] [--policy ID] [--resume] | status | stop | policies"

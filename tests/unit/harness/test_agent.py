@@ -221,3 +221,14 @@ async def test_a_dead_worker_fails_waiters_instead_of_hanging() -> None:
     with pytest.raises(HarnessError, match="disk full"):
         await idle(agent)
     await agent.close()
+
+
+async def test_one_tick_plugin_serves_one_agent() -> None:
+    """A tick plugin cannot be shared: one run and one timer per agent."""
+    from tickloop.harness import NullLedger, TickOptions, TickPlugin  # noqa: PLC0415
+
+    plugin = TickPlugin(TickOptions.from_mapping({}), NullLedger())
+    first, _ = await started(OfflineModel(), (plugin,))
+    with pytest.raises(ConfigError, match="exactly one agent"):
+        await started(OfflineModel(), (plugin,))
+    await first.close()
