@@ -21,6 +21,8 @@ COMMANDS: dict[str, str] = {
     "policies": "tickloop.cli.tick:policies",
     "parse-tick": "tickloop.cli.tick:parse_tick_command",
     "models": "tickloop.cli.models:models",
+    "chat": "tickloop.cli.chat:chat",
+    "sessions": "tickloop.cli.sessions:sessions",
 }
 
 EXIT_OK = 0

@@ -1,0 +1,140 @@
+"""``tickloop chat``: talk to a model; ``/tick`` runs bounded time steps; every decision is audited.
+
+Interactive on a terminal (prompt_toolkit, imported lazily). When stdin is not a terminal it reads
+one line at a time and, before reading the next, waits until the agent is idle (no active turn, no
+pending run step), so a script drives a whole session and the command exits 0 at EOF.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import signal
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TextIO
+
+import click
+import msgspec
+
+from tickloop.audit import session_file_name
+from tickloop.cli.chat_render import Renderer
+from tickloop.config import load_settings
+from tickloop.harness import (
+    DEFAULT_SESSIONS_DIR,
+    Agent,
+    ChatPresence,
+    TickOptions,
+    open_chat_agent,
+    presence_path,
+)
+from tickloop.models.registry import get_model
+
+
+@click.command()
+@click.option("--session", "session_id", help="Session id to open or create (default: a new one).")
+@click.option("--model", "model_name", help="Model name (default: [model] name, usually 'offline').")
+@click.option("--audit-dir", type=click.Path(path_type=Path, file_okay=False), help="Audit ledger directory.")
+@click.option(
+    "--sessions-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=DEFAULT_SESSIONS_DIR,
+    show_default=True,
+    envvar="TICKLOOP_SESSIONS_DIR",
+    show_envvar=True,
+    help="Directory of session transcripts.",
+)
+@click.option("--no-tick", is_flag=True, help="Run without the tick plugin.")
+def chat(
+    *,
+    session_id: str | None,
+    model_name: str | None,
+    audit_dir: Path | None,
+    sessions_dir: Path,
+    no_tick: bool,
+) -> None:
+    """Chat with a model. Lines starting with / are commands (/help); they never reach the model."""
+    settings = load_settings()
+    tick_settings = settings.tick
+    if audit_dir is not None:
+        tick_settings = msgspec.structs.replace(tick_settings, audit_dir=str(audit_dir))
+    options = None if no_tick else TickOptions.from_settings(tick_settings)
+    model = get_model(model_name or settings.model.name, settings, os.environ)
+    session_id = session_id if session_id is not None else _new_session_id()
+    _utf8_streams()
+    renderer = Renderer(sys.stdout, label=model.label)
+    agent = open_chat_agent(
+        model, sessions_dir=sessions_dir, session_id=session_id, tick=options, listeners=[renderer]
+    )
+    renderer.notice(f"session {session_id} · model {model.label} · /help lists commands")
+    if options is not None:
+        renderer.notice(f"audit ledger {options.audit_dir / session_file_name(session_id)}")
+    for terminal in agent.session.recovered:
+        renderer.notice(f"turn {terminal.turn} was left open by an earlier process: recorded as interrupted")
+    with ChatPresence(presence_path(), session_id):
+        if sys.stdin.isatty():
+            asyncio.run(_interactive(agent, renderer))
+        else:
+            asyncio.run(_scripted(agent, renderer, sys.stdin))
+
+
+def _new_session_id() -> str:
+    return f"chat-{datetime.now(UTC):%Y%m%dT%H%M%S}-{secrets.token_hex(2)}"
+
+
+def _utf8_streams() -> None:
+    """Undecodable input becomes U+FFFD instead of a crash; output never fails on the ⏱ mark."""
+    for stream in (sys.stdin, sys.stdout):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")
+
+
+async def _scripted(agent: Agent, renderer: Renderer, stdin: TextIO) -> None:
+    """One line at a time; the next line is read only once the agent is idle."""
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, lambda: _interrupt(agent, renderer))
+    await agent.start()
+    try:
+        while True:
+            await agent.wait_idle()
+            line = await asyncio.to_thread(stdin.readline)
+            if not line:
+                break
+            renderer.echo_input(line)
+            agent.submit(line)
+        await agent.wait_idle()
+    finally:
+        await agent.close()
+        loop.remove_signal_handler(signal.SIGINT)
+
+
+def _interrupt(agent: Agent, renderer: Renderer) -> None:
+    """Ctrl-C ends the active turn (``interrupted``), not the program."""
+    if agent.interrupt():
+        renderer.notice("interrupted")
+    else:
+        renderer.notice("no turn is active (Ctrl-D exits)")
+
+
+async def _interactive(agent: Agent, renderer: Renderer) -> None:
+    from prompt_toolkit import PromptSession  # noqa: PLC0415  (only the interactive chat pays for it)
+    from prompt_toolkit.patch_stdout import patch_stdout  # noqa: PLC0415
+
+    prompt: PromptSession[str] = PromptSession()
+    await agent.start()
+    try:
+        with patch_stdout(raw=True):
+            while True:
+                try:
+                    line = await prompt.prompt_async("you> ")
+                except KeyboardInterrupt:
+                    _interrupt(agent, renderer)
+                    continue
+                except EOFError:
+                    break
+                agent.submit(line)
+    finally:
+        await agent.close()

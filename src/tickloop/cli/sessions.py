@@ -1,0 +1,67 @@
+"""``tickloop sessions list|show``: read session transcripts (never writes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from tickloop.cli.chat_render import time_step_label
+from tickloop.harness import DEFAULT_SESSIONS_DIR
+from tickloop.harness.catalog import list_sessions, load_session
+from tickloop.protocol.envelope import is_time_step
+
+_DIR = click.option(
+    "--sessions-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=DEFAULT_SESSIONS_DIR,
+    show_default=True,
+    envvar="TICKLOOP_SESSIONS_DIR",
+    show_envvar=True,
+)
+
+
+@click.group()
+def sessions() -> None:
+    """List and show chat sessions."""
+
+
+@sessions.command("list")
+@_DIR
+def list_command(sessions_dir: Path) -> None:
+    """One line per session: id, turns, the newest turn's status, created at."""
+    found = list_sessions(sessions_dir)
+    if not found:
+        click.echo(f"no sessions in {sessions_dir}")
+    for s in found:
+        click.echo(
+            f"{s.session_id!s:<32} {s.turns:>5} turns  last {s.last_status:<11} created {s.created_at}"
+        )
+
+
+@sessions.command()
+@click.argument("session_id")
+@_DIR
+def show(session_id: str, sessions_dir: Path) -> None:
+    """Print a session's transcript; plugin time steps are marked with ⏱."""
+    session = load_session(sessions_dir, session_id)
+    for turn in session.turns:
+        message = turn.input
+        if is_time_step(message):
+            head = time_step_label(message.text, message.meta.get("step", "?"), message.meta.get("of", "?"))
+        else:
+            head = (
+                f"you> {message.text}"
+                if message.source.kind == "user"
+                else f"{message.source}> {message.text}"
+            )
+        click.echo(f"[{turn.number}] {head}")
+        if turn.reply is not None:
+            click.echo(f"    assistant> {turn.reply.text}")
+        status = "open" if turn.terminal is None else str(turn.terminal.status)
+        usage = (
+            ""
+            if turn.terminal is None or turn.terminal.usage is None
+            else f" {turn.terminal.usage.to_dict()}"
+        )
+        click.echo(f"    -- {status}{usage}")

@@ -1,0 +1,249 @@
+"""The asyncio Agent: exactly one active turn; inputs queue and start only at turn boundaries.
+
+Lifecycle: ``agent = Agent(model, session, plugins=[...])``; ``await agent.start()``; feed a person's
+lines with ``agent.submit(line)``; ``await agent.wait_idle()``; ``await agent.close()``.
+
+A turn ends with exactly one terminal: ``completed`` when the stream finishes, ``error`` when the
+provider raises ``ModelError`` (or anything else), ``interrupted`` on ``interrupt()`` (Ctrl-C,
+``/interrupt``). The terminal is durable before plugins observe it. Nothing steers an active turn:
+follow-ups and a person's next message wait in the queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+
+from tickloop.clock import Clock
+from tickloop.errors import ModelError, TickloopError
+from tickloop.harness.commands import CommandPlane, CommandResult, is_command
+from tickloop.harness.events import AgentEvent, Listener, Notice, TextStreamed, TurnEnded, TurnStarted
+from tickloop.harness.plugin import Plugin, PluginHost
+from tickloop.harness.session import Session, Turn
+from tickloop.models.base import ChatMessage, ChatModel, Finished, TextDelta, Usage
+from tickloop.protocol.envelope import USER_SOURCE, Message
+from tickloop.protocol.predicates import TerminalStatus
+
+
+class HarnessError(TickloopError):
+    """The agent cannot go on."""
+
+
+class Agent:
+    """One conversation with one model, hosting plugins and a command plane."""
+
+    def __init__(
+        self,
+        model: ChatModel,
+        session: Session,
+        *,
+        plugins: Sequence[Plugin] = (),
+        clock: Clock | None = None,
+        listeners: Iterable[Listener] = (),
+    ) -> None:
+        self.model = model
+        self.session = session
+        self.clock = clock or session.clock
+        self.commands = CommandPlane()
+        self.plugins = tuple(plugins)
+        self._listeners = list(listeners)
+        self._queue: deque[Message] = deque()
+        self._wakeup = asyncio.Event()
+        self._changed = asyncio.Event()
+        self._stream: asyncio.Task[Usage | None] | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._closed = False
+        self._failure: BaseException | None = None
+        self.commands.register("help", self._help, "list the commands")
+        self.commands.register("interrupt", self._interrupt_command, "interrupt the active turn")
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def turn_active(self) -> bool:
+        return self._stream is not None
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    @property
+    def idle(self) -> bool:
+        """No active turn, nothing queued, no plugin with pending work (e.g. a scheduled tick)."""
+        return not self.turn_active and not self._queue and not any(p.busy for p in self.plugins)
+
+    def subscribe(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def emit(self, event: AgentEvent) -> None:
+        for listener in self._listeners:
+            listener(event)
+
+    def notify_changed(self) -> None:
+        """Wake everyone waiting in ``wait_idle`` to re-check."""
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def wait_idle(self) -> None:
+        """Return once the agent is idle (a scripted driver reads its next line only then)."""
+        await self.wait_for(lambda: self.idle)
+
+    async def wait_for(self, condition: Callable[[], bool]) -> None:
+        """Return once ``condition()`` holds; it is re-checked after every change of agent state.
+
+        Raises ``HarnessError`` if the turn worker died (e.g. the session file could not be written),
+        so a driver fails loudly instead of waiting forever.
+        """
+        while True:
+            if self._failure is not None:
+                raise HarnessError(f"the agent stopped: {self._failure!r}") from self._failure
+            if condition():
+                return
+            await self._changed.wait()
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the plugins, then the turn worker."""
+        for plugin in self.plugins:
+            plugin.start(PluginHost(self, plugin))
+        self._worker = asyncio.create_task(self._run(), name="tickloop-agent")
+        self._worker.add_done_callback(self._worker_done)
+
+    def _worker_done(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            self._failure = task.exception()
+            self.emit(Notice(f"the agent stopped: {self._failure!r}", error=True))
+            self.notify_changed()
+
+    async def close(self) -> None:
+        """Interrupt an active turn, dispose the plugins, stop the worker, close the session."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.clear()
+        self.interrupt()
+        for plugin in self.plugins:
+            plugin.dispose()
+        while self.turn_active and self._failure is None:
+            await self._changed.wait()
+        if self._worker is not None and not self._worker.done():  # a dead worker was reported already
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
+        self.session.close()
+
+    # -- input ---------------------------------------------------------------------------------
+
+    def submit(self, line: str) -> CommandResult | None:
+        """A person's line: a command runs now (even mid-turn); anything else queues as a message."""
+        if is_command(line):
+            result = self.commands.dispatch(line)
+            self.emit(Notice(result.text, error=not result.ok))
+            self.notify_changed()
+            return result
+        text = line.rstrip("\r\n")
+        if not text.strip():
+            return None
+        if not _is_unicode(text):
+            refused = CommandResult("not sent: the message is not well-formed Unicode", ok=False)
+            self.emit(Notice(refused.text, error=True))
+            return refused
+        self.enqueue(Message(role="user", content=(text,), source=USER_SOURCE))
+        return None
+
+    def enqueue(self, message: Message) -> None:
+        """Queue an input; it starts at the next turn boundary."""
+        if self._closed:
+            return
+        self._queue.append(message)
+        self._wakeup.set()
+        self.notify_changed()
+
+    def interrupt(self) -> bool:
+        """End the active turn with an ``interrupted`` terminal. False if no turn is active."""
+        if self._stream is None:
+            return False
+        self._stream.cancel()
+        return True
+
+    def _interrupt_command(self, line: str) -> CommandResult:  # noqa: ARG002  (takes no arguments)
+        if self.interrupt():
+            return CommandResult("interrupting the active turn")
+        return CommandResult("no turn is active", ok=False)
+
+    def _help(self, line: str) -> CommandResult:  # noqa: ARG002  (takes no arguments)
+        return CommandResult(self.commands.help_text())
+
+    # -- turns ---------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            while not self._queue:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+            await self._turn(self._queue.popleft())
+
+    async def _turn(self, message: Message) -> None:
+        turn = self.session.start_turn(message)
+        self.emit(TurnStarted(turn))
+        chunks: list[str] = []
+        self._stream = asyncio.create_task(self._consume(turn.number, chunks))
+        await asyncio.wait((self._stream,))
+        status, usage, detail = _outcome(self._stream)
+        if chunks:
+            self.session.add_reply("".join(chunks))
+        terminal = self.session.end_turn(status, usage=usage, detail=detail)
+        self._stream = None
+        self.emit(TurnEnded(terminal))
+        self._observe(self.session.turns[-1])
+        self.notify_changed()
+
+    async def _consume(self, number: int, chunks: list[str]) -> Usage | None:
+        stream = self.model.stream(self._model_input())
+        usage: Usage | None = None
+        try:
+            async for event in stream:
+                if isinstance(event, TextDelta):
+                    chunks.append(event.text)
+                    self.emit(TextStreamed(number, event.text))
+                elif isinstance(event, Finished):
+                    usage = event.usage
+        finally:
+            # Close the provider's stream now, not whenever the generator is collected.
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        return usage
+
+    def _model_input(self) -> list[ChatMessage]:
+        """The transcript as the model sees it: roles and text only; commands were never in it."""
+        return [ChatMessage(m.role, m.text) for m in self.session.messages()]
+
+    def _observe(self, turn: Turn) -> None:
+        for plugin in self.plugins:
+            try:
+                plugin.on_terminal(turn)
+            except Exception as exc:  # noqa: BLE001  (one broken plugin must not end the conversation)
+                self.emit(Notice(f"plugin {plugin.name} failed on turn {turn.number}: {exc!r}", error=True))
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _outcome(task: asyncio.Task[Usage | None]) -> tuple[TerminalStatus, Usage | None, str | None]:
+    if task.cancelled():
+        return TerminalStatus.INTERRUPTED, None, None
+    exc = task.exception()
+    if isinstance(exc, ModelError):
+        return TerminalStatus.ERROR, None, exc.message
+    if exc is not None:
+        return TerminalStatus.ERROR, None, f"{type(exc).__name__}: {exc}"
+    return TerminalStatus.COMPLETED, task.result(), None

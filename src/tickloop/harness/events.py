@@ -1,0 +1,42 @@
+"""What an Agent tells its listeners. The UI renders these; nothing below ``cli/`` prints."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tickloop.harness.session import Terminal, Turn
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted:
+    """A turn began with this input message (a person's, or a plugin follow-up)."""
+
+    turn: Turn
+
+
+@dataclass(frozen=True, slots=True)
+class TextStreamed:
+    """A piece of the assistant's streamed reply."""
+
+    turn: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnded:
+    """The turn's terminal is durable."""
+
+    terminal: Terminal
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Output of a command, or a message from the harness or a plugin; never model input."""
+
+    text: str
+    error: bool = False
+
+
+AgentEvent = TurnStarted | TextStreamed | TurnEnded | Notice
+Listener = Callable[[AgentEvent], None]

@@ -1,0 +1,265 @@
+"""Sessions: a transcript of message envelopes grouped in turns, each closed by one terminal.
+
+On disk a session is an append-only JSONL file (``session-<escaped id>.jsonl``)::
+
+    {"type": "session", "id": "demo", "version": 1, "createdAt": "..."}
+    {"type": "message", "turn": 1, "role": "user", "content": [...], "source": {"kind": "user"}, ...}
+    {"type": "message", "turn": 1, "role": "assistant", "content": [...], "source": {...}, ...}
+    {"type": "terminal", "turn": 1, "status": "completed", "usage": {...}, "at": "..."}
+
+A terminal is fsynced before ``end_turn`` returns, so nothing can schedule on a terminal that a
+crash could lose. A turn a crash left open gets a *new* ``interrupted`` terminal record with
+``"recovered": true`` when the session is reopened; nothing already written is rewritten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from tickloop.audit import session_file_name
+from tickloop.clock import Clock, SystemClock, utc_iso
+from tickloop.errors import LedgerError, TransitionError
+from tickloop.harness.jsonl import JsonlLog, MemoryLog, RecordLog, SessionError, private_dir, read_records
+from tickloop.models.base import Usage
+from tickloop.protocol.envelope import USER_SOURCE, Message, Source, is_time_step
+from tickloop.protocol.predicates import SessionView, TerminalStatus
+
+VERSION = 1
+ASSISTANT_SOURCE = Source("assistant")
+DEFAULT_SESSIONS_DIR = ".tickloop-sessions"
+
+
+@dataclass(frozen=True, slots=True)
+class Terminal:
+    """How one turn ended, with the token usage when the model reported it."""
+
+    turn: int
+    status: TerminalStatus
+    usage: Usage | None = None
+    detail: str | None = None  #: the provider's error message, for ``error``
+    recovered: bool = False  #: written on reopen for a turn a crash left open
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One input message, the assistant's reply (if any), and at most one terminal."""
+
+    number: int
+    input: Message
+    reply: Message | None = None
+    terminal: Terminal | None = None
+
+
+@dataclass(slots=True)
+class _Counters:
+    natural_context: bool = False
+    time_steps: int = 0
+    revision: int = 0  #: bumps on every change; the tick timer compares it to see "state changed"
+
+
+@dataclass(slots=True)
+class Session:
+    """An in-memory transcript backed by a ``RecordLog``. Use ``open_session`` or ``memory_session``."""
+
+    session_id: str
+    log: RecordLog
+    clock: Clock = field(default_factory=SystemClock)
+    turns: list[Turn] = field(default_factory=list)
+    recovered: list[Terminal] = field(default_factory=list)
+    _counters: _Counters = field(default_factory=_Counters)
+
+    @property
+    def revision(self) -> int:
+        return self._counters.revision
+
+    @property
+    def open_turn(self) -> Turn | None:
+        """The newest turn if it has no terminal yet."""
+        if self.turns and self.turns[-1].terminal is None:
+            return self.turns[-1]
+        return None
+
+    def view(self) -> SessionView:
+        """What the Tick Protocol's predicates may see: structure only, never text."""
+        closed = next((t for t in reversed(self.turns) if t.terminal is not None), None)
+        return SessionView(
+            natural_context=self._counters.natural_context,
+            latest_terminal=None if closed is None or closed.terminal is None else closed.terminal.status,
+            turn_open=self.open_turn is not None,
+            time_steps=self._counters.time_steps,
+        )
+
+    def messages(self) -> Iterator[Message]:
+        """Every message in order: each turn's input, then its reply."""
+        for turn in self.turns:
+            yield turn.input
+            if turn.reply is not None:
+                yield turn.reply
+
+    def start_turn(self, message: Message) -> Turn:
+        """Open a new turn with ``message`` as its input. Only one turn may be open."""
+        if self.open_turn is not None:
+            raise TransitionError(f"turn {self.turns[-1].number} is still open; it needs a terminal first")
+        turn = Turn(number=len(self.turns) + 1, input=message)
+        self.log.append(_message_record(turn.number, message, self.clock))
+        self.turns.append(turn)
+        self._apply_message(message)
+        return turn
+
+    def add_reply(self, text: str) -> None:
+        """Record the assistant's reply to the open turn."""
+        turn = self._require_open()
+        reply = Message(role="assistant", content=(text,), source=ASSISTANT_SOURCE)
+        self.log.append(_message_record(turn.number, reply, self.clock))
+        self.turns[-1] = replace(turn, reply=reply)
+        self._counters.revision += 1
+
+    def end_turn(
+        self, status: TerminalStatus, *, usage: Usage | None = None, detail: str | None = None
+    ) -> Terminal:
+        """Close the open turn. The terminal is durable when this returns."""
+        turn = self._require_open()
+        terminal = Terminal(turn=turn.number, status=status, usage=usage, detail=detail)
+        self.log.append(_terminal_record(terminal, self.clock))
+        self._apply_terminal(turn, terminal)
+        return terminal
+
+    def _require_open(self) -> Turn:
+        turn = self.open_turn
+        if turn is None:
+            raise TransitionError("no turn is open")
+        return turn
+
+    def _apply_message(self, message: Message) -> None:
+        if is_time_step(message):
+            self._counters.time_steps += 1
+        self._counters.revision += 1
+
+    def _apply_terminal(self, turn: Turn, terminal: Terminal) -> None:
+        self.turns[-1] = replace(turn, terminal=terminal)
+        if turn.input.source == USER_SOURCE:
+            self._counters.natural_context = True
+        self._counters.revision += 1
+
+    def close(self) -> None:
+        self.log.close()
+
+
+def memory_session(session_id: str = "memory", *, clock: Clock | None = None) -> Session:
+    """A session that lives only in memory (tests, embedders, benchmarks)."""
+    return Session(session_id=session_id, log=MemoryLog(), clock=clock or SystemClock())
+
+
+def session_path(sessions_dir: Path, session_id: str) -> Path:
+    """The file of ``session_id``; the name is escaped, so it always stays inside ``sessions_dir``."""
+    try:
+        name = session_file_name(session_id)
+    except LedgerError as exc:
+        raise SessionError(f"invalid session id: {exc}") from None
+    path = sessions_dir / name
+    if path.resolve().parent != sessions_dir.resolve():
+        raise SessionError(f"session id {session_id!r} would leave {sessions_dir}")
+    return path
+
+
+def open_session(sessions_dir: Path, session_id: str, *, clock: Clock | None = None) -> Session:
+    """Open (creating if needed) a session; a turn a crash left open gets an ``interrupted`` terminal."""
+    clock = clock or SystemClock()
+    path = session_path(private_dir(sessions_dir), session_id)
+    records = read_records(path) if path.exists() else []
+    session = Session(session_id=session_id, log=JsonlLog(path), clock=clock)
+    if not records:
+        session.log.append(
+            {"type": "session", "id": session_id, "version": VERSION, "createdAt": utc_iso(clock.now())}
+        )
+    else:
+        check_header(path, records[0], session_id)
+        replay(session, path, records[1:])
+    _recover_open_turn(session)
+    return session
+
+
+def check_header(path: Path, header: Mapping[str, Any], session_id: str) -> None:
+    if header.get("type") != "session" or header.get("id") != session_id:
+        raise SessionError(f"{path}: line 1 is not the header of session {session_id!r}")
+    if header.get("version") != VERSION:
+        raise SessionError(f"{path}: session format version {header.get('version')!r}, expected {VERSION}")
+
+
+def replay(session: Session, path: Path, records: list[dict[str, Any]]) -> None:
+    for lineno, rec in enumerate(records, start=2):
+        try:
+            _replay_one(session, rec)
+        except (KeyError, TypeError, ValueError, TransitionError) as exc:
+            raise SessionError(f"{path}, line {lineno}: unreadable session record ({exc!r})") from None
+
+
+def _replay_one(session: Session, rec: Mapping[str, Any]) -> None:
+    kind, number = rec["type"], rec["turn"]
+    if kind == "message" and rec["role"] == "assistant":
+        turn = session._require_open()
+        session.turns[-1] = replace(turn, reply=_message_from(rec))
+    elif kind == "message":
+        if session.open_turn is not None or number != len(session.turns) + 1:
+            raise ValueError(f"turn {number} starts out of order")
+        message = _message_from(rec)
+        session.turns.append(Turn(number=number, input=message))
+        session._apply_message(message)
+    elif kind == "terminal":
+        turn = session._require_open()
+        session._apply_terminal(turn, _terminal_from(rec))
+    else:
+        raise ValueError(f"unknown record type {kind!r}")
+
+
+def _recover_open_turn(session: Session) -> None:
+    turn = session.open_turn
+    if turn is None:
+        return
+    terminal = Terminal(turn=turn.number, status=TerminalStatus.INTERRUPTED, recovered=True)
+    session.log.append(_terminal_record(terminal, session.clock))
+    session._apply_terminal(turn, terminal)
+    session.recovered.append(terminal)
+
+
+def _message_record(turn: int, message: Message, clock: Clock) -> dict[str, Any]:
+    rec: dict[str, Any] = {"type": "message", "turn": turn, **message.to_dict(), "at": utc_iso(clock.now())}
+    if message.meta:
+        rec["meta"] = dict(message.meta)
+    return rec
+
+
+def _terminal_record(terminal: Terminal, clock: Clock) -> dict[str, Any]:
+    rec: dict[str, Any] = {"type": "terminal", "turn": terminal.turn, "status": str(terminal.status)}
+    if terminal.usage is not None:
+        rec["usage"] = terminal.usage.to_dict()
+    if terminal.detail:
+        rec["detail"] = terminal.detail
+    if terminal.recovered:
+        rec["recovered"] = True
+    rec["at"] = utc_iso(clock.now())
+    return rec
+
+
+def _message_from(rec: Mapping[str, Any]) -> Message:
+    source = rec["source"]
+    return Message(
+        role=str(rec["role"]),
+        content=tuple(str(part["text"]) for part in rec["content"]),
+        source=Source(str(source["kind"]), source.get("plugin")),
+        meta=dict(rec.get("meta", {})),
+    )
+
+
+def _terminal_from(rec: Mapping[str, Any]) -> Terminal:
+    usage = rec.get("usage")
+    return Terminal(
+        turn=int(rec["turn"]),
+        status=TerminalStatus(rec["status"]),
+        usage=None if usage is None else Usage(int(usage["inputTokens"]), int(usage["outputTokens"])),
+        detail=rec.get("detail"),
+        recovered=bool(rec.get("recovered", False)),
+    )
