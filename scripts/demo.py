@@ -1,95 +1,46 @@
-"""`make demo` (interim, until the harness lands): the grammar, the policies, a verified ledger.
+"""`make demo`: the main job on embedded defaults (the offline model), in a temporary directory.
 
-The sample ledger is produced by driving the real protocol core (admit, next_step, the run table)
-through a simulated session whose turns all complete, then read back by the real CLI.
+A scripted chat: one natural turn, `/tick 3`, `/tick status`; then the audit ledger as a table and
+its verification. Every step is the real CLI as a person would run it.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from tickloop.audit import open_session_ledger
-from tickloop.errors import TickCommandError
-from tickloop.protocol.command import TickStart, parse_tick
-from tickloop.protocol.ledger import RecordType, record
-from tickloop.protocol.policy import PolicySet
-from tickloop.protocol.predicates import Next, SessionView, TerminalStatus, admit, next_step
-from tickloop.protocol.run import Run, RunState
-
-POLICIES = PolicySet({"reflective-en": "tick — a basic time step; continue real thinking"})
-LINES = [
-    "/tick",
-    "/tick 3 --policy=reflective-en",
-    "/tick status",
-    "/tick 0",
-    "/tick 3 --forever",
-    "/tick \uff13",
-]
+SCRIPT = "hello\n/tick 3\n/tick status\n"
 
 
-def show_grammar() -> None:
-    print("== the /tick grammar")
-    for line in LINES:
-        try:
-            result = parse_tick(line, default_count=6, default_policy="default", known_policies=POLICIES)
-            print(f"  {line!r:34} -> {result}")
-        except TickCommandError as exc:
-            print(f"  {line!r:34} -> refused [{exc.rule}] {exc.message}")
-    print("\n== compiled policies")
-    for policy in POLICIES.values():
-        print(f"  {policy.id:<16} {policy.time_step_bytes:>4} B  sha256:{policy.time_step_sha256[:16]}…")
-
-
-def simulate(audit_dir: Path) -> Path:
-    """A natural turn completed; `/tick 3` runs three steps whose turns all complete."""
-    clock = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
-    command = parse_tick("/tick 3", default_count=6, default_policy="default", known_policies=POLICIES)
-    assert isinstance(command, TickStart)
-    policy = POLICIES[command.policy_id]
-    fields = {"runId": "demo-run-1", "policyId": policy.id, "timeStepSha256": policy.time_step_sha256}
-    fields["timeStepBytes"] = policy.time_step_bytes
-    view = SessionView(
-        natural_context=True, latest_terminal=TerminalStatus.COMPLETED, turn_open=False, time_steps=0
-    )
-    decision = admit(view, run_active=False, policy_known=True, resume=command.resume)
-    run = Run("demo-run-1", policy, 0, command.count, resume_allowed=command.resume).to(RunState.SCHEDULED)
-    with open_session_ledger(audit_dir, "demo", chain=True) as ledger:
-
-        def log(kind: RecordType, **extra: object) -> None:
-            nonlocal clock
-            clock += timedelta(milliseconds=250)
-            ledger.append(record(kind, recorded_at=clock, session_id="demo", **fields, **extra))
-
-        log(RecordType.LOOP_ARMED, requested=command.count, resume=False, rule=decision.rule)
-        while True:
-            step = run.step_number(view.time_steps)
-            log(RecordType.TICK_SCHEDULED, step=step, delayMs=1000)
-            run = run.to(RunState.ENQUEUED)
-            log(RecordType.TICK_ENQUEUED, step=step)
-            view = SessionView(True, TerminalStatus.COMPLETED, False, view.time_steps + 1)
-            log(RecordType.TICK_TERMINAL, step=step, status="completed")
-            decision = next_step(run, view)
-            if decision.next is Next.COMPLETE:
-                run = run.to(RunState.COMPLETE)
-                log(RecordType.LOOP_COMPLETE, rule=decision.rule)
-                return ledger.path
-            run = run.to(RunState.SCHEDULED)
+def tickloop(*args: str, cwd: Path, stdin: str | None = None, env: dict[str, str] | None = None) -> int:
+    """Run the CLI; its output goes straight to the terminal."""
+    command = [sys.executable, "-m", "tickloop", *args]
+    return subprocess.run(command, cwd=cwd, input=stdin, text=True, env=env, check=False).returncode
 
 
 def main() -> int:
-    show_grammar()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = simulate(Path(tmp) / ".tickloop-audit")
-        print(f"\n== a sample ledger ({path.name})")
-        subprocess.run([sys.executable, "-m", "tickloop", "audit", "show", str(path)], check=True)
-        print("== verification")
-        return subprocess.run(
-            [sys.executable, "-m", "tickloop", "audit", "verify", str(path)], check=False
-        ).returncode
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TICKLOOP_")}
+    env["TICKLOOP_DELAY_MS"] = "250"  # a visible pause between steps; the shipped default is 1000
+    with tempfile.TemporaryDirectory(prefix="tickloop-demo-") as tmp:
+        work = Path(tmp)
+        print(
+            f"== scripted chat in {work} (offline model):  printf {SCRIPT!r} | tickloop chat --session demo\n"
+        )
+        if tickloop("chat", "--model", "offline", "--session", "demo", cwd=work, stdin=SCRIPT, env=env):
+            return 1
+        ledger = work / ".tickloop-audit" / "session-demo.jsonl"
+        print("\n== the audit ledger:  tickloop audit show")
+        tickloop("audit", "show", str(ledger), cwd=work, env=env)
+        print("== its verification:  tickloop audit verify")
+        code = tickloop("audit", "verify", str(ledger), cwd=work, env=env)
+    print(
+        "\nNext: talk to a real model with `tickloop chat --model NAME` (README: Using a real model),\n"
+        "say something, then `/tick 5`; `tickloop audit verify .tickloop-audit/*.jsonl` checks the run."
+    )
+    return code
 
 
 if __name__ == "__main__":
