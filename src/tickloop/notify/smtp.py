@@ -11,6 +11,7 @@ TOML (``[smtp]``)::
     username = "operator@example.com"  # empty: no login
     passwordEnv = "TICKLOOP_SMTP_PASSWORD"
     timeoutS = 30
+    caFile = ""                        # PEM CA bundle for a private relay; empty: the system store
     senders = ["operator@example.com"] # the fixed sender allowlist
     allowInternational = false         # permit single-script IDN recipient domains
 """
@@ -26,6 +27,7 @@ from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
 from email.utils import getaddresses, make_msgid
+from pathlib import Path
 from typing import Annotated, Literal
 
 import msgspec
@@ -56,6 +58,8 @@ class SmtpSettings(msgspec.Struct, **_STRUCT):
     username: str = ""
     #: the environment (or env file) variable holding the password; never the password itself
     password_env: str = "TICKLOOP_SMTP_PASSWORD"  # noqa: S105  (a variable name, not a password)
+    #: a PEM file of CA certificates to trust instead of the system store (a private relay); empty: system
+    ca_file: str = ""
     #: seconds for connect and each command
     timeout_s: Annotated[float, msgspec.Meta(gt=0, le=600)] = 30.0
     #: the fixed allowlist of sender addresses
@@ -179,7 +183,10 @@ def check_credentials(smtp: SmtpSettings, secret: SecretLookup) -> str | None:
 
 
 def _connect(smtp: SmtpSettings) -> smtplib.SMTP:
-    context = ssl.create_default_context()
+    # Certificates and host names are always verified; ca_file only changes whom we trust.
+    context = ssl.create_default_context(
+        cafile=str(Path(smtp.ca_file).expanduser()) if smtp.ca_file else None
+    )
     if smtp.security == "ssl":
         return smtplib.SMTP_SSL(smtp.host, smtp.port, timeout=smtp.timeout_s, context=context)
     client = smtplib.SMTP(smtp.host, smtp.port, timeout=smtp.timeout_s)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -55,7 +58,7 @@ class _BoundController(Controller):
         super().__init__(handler, hostname="127.0.0.1", port=handler.port, **kwargs)
 
     def _create_server(self) -> Any:
-        return self.loop.create_server(self._factory_invoker, sock=self._sock)
+        return self.loop.create_server(self._factory_invoker, sock=self._sock, ssl=self.ssl_context)
 
 
 @pytest.fixture
@@ -68,6 +71,78 @@ def mail_sink() -> Iterator[MailSink]:
     controller.start()
     try:
         yield sink
+    finally:
+        controller.stop()
+        controller.loop.close()
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """A self-signed certificate for 127.0.0.1 and its key."""
+
+    cert: Path
+    key: Path
+
+    def server_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(self.cert, self.key)
+        return context
+
+
+@pytest.fixture(scope="session")
+def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
+    """A throwaway certificate made with the openssl CLI (SAN IP:127.0.0.1), valid for one day."""
+    folder = tmp_path_factory.mktemp("tls")
+    files = TlsFiles(cert=folder / "cert.pem", key=folder / "key.pem")
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            str(files.key),
+            "-out",
+            str(files.cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return files
+
+
+@pytest.fixture(params=["starttls", "ssl"])
+def tls_sink(request: pytest.FixtureRequest, tls_files: TlsFiles) -> Iterator[tuple[MailSink, SmtpSettings]]:
+    """A real SMTP server on STARTTLS (required) or implicit TLS, and settings that trust its certificate."""
+    sink = MailSink()
+    context = tls_files.server_context()
+    tls = (
+        {"tls_context": context, "require_starttls": True}
+        if request.param == "starttls"
+        else {"ssl_context": context}
+    )
+    controller = _BoundController(sink, loop=asyncio.new_event_loop(), **tls)
+    controller.start()
+    settings = SmtpSettings(
+        host="127.0.0.1",
+        port=sink.port,
+        security=request.param,
+        senders=[SENDER],
+        ca_file=str(tls_files.cert),
+        timeout_s=5,
+    )
+    try:
+        yield sink, settings
     finally:
         controller.stop()
         controller.loop.close()

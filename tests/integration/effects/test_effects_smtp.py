@@ -199,6 +199,23 @@ def test_the_email_channel_reports_an_unreachable_server(smtp: SmtpSettings) -> 
     assert f"127.0.0.1:{down.port}" in outcome.reason
 
 
+def test_mail_is_sent_over_verified_tls(tls_sink: tuple[MailSink, SmtpSettings]) -> None:
+    """With starttls or ssl the message travels encrypted to a server whose certificate is verified."""
+    sink, settings = tls_sink
+    _send(_request(PERSON), settings)
+    [envelope] = sink.envelopes
+    assert envelope.rcpt_tos == [PERSON]
+
+
+def test_an_untrusted_certificate_stops_the_send(tls_sink: tuple[MailSink, SmtpSettings]) -> None:
+    """Without trusting the server's certificate the send fails with DeliveryError and nothing arrives."""
+    sink, settings = tls_sink
+    untrusting = SmtpSettings(**{**_fields(settings), "ca_file": ""})
+    with pytest.raises(DeliveryError, match="CERTIFICATE_VERIFY_FAILED"):
+        _send(_request(PERSON), untrusting)
+    assert sink.envelopes == []
+
+
 def _fields(smtp: SmtpSettings) -> dict[str, Any]:
     return {name: getattr(smtp, name) for name in smtp.__struct_fields__}
 
