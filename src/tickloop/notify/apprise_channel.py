@@ -3,6 +3,7 @@ imported only when a notification is actually sent."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import warnings
 from typing import Any
@@ -44,6 +45,8 @@ class AppriseChannel:
     """Delivers through one Apprise URL."""
 
     def __init__(self, name: str = "apprise", *, url: str, timeout_s: float = 15.0) -> None:
+        if not _apprise_installed():
+            raise ConfigError(f"notify channel {name!r}: {_MISSING}")
         self._name = name
         self._url = check_apprise_url(url, where=f"notify channel {name!r}")
         self._timeout_s = timeout_s
@@ -78,6 +81,11 @@ class AppriseChannel:
             reason = one_line(captured) or "Apprise reported a failed delivery"
             return DeliveryResult(self._name, ok=False, reason=f"{redact(self._url)}: {reason}")
         return DeliveryResult(self._name, ok=True, detail=redact(self._url))
+
+
+def _apprise_installed() -> bool:
+    # find_spec locates the package without importing it (and its ~100 plugins) at start-up.
+    return importlib.util.find_spec("apprise") is not None
 
 
 def _import_apprise() -> Any:

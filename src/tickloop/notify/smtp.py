@@ -116,8 +116,7 @@ def prepare(
         raise HandlerError("smtp.host is empty: configure [smtp] before sending email")
     address = validate_recipient(recipient, allow_international=smtp.allow_international)
     from_addr = _allowed_sender(smtp, sender)
-    if not isinstance(body, str) or len(body) > MAX_BODY_CHARS:
-        raise HandlerError(f"email body must be text of at most {MAX_BODY_CHARS} characters")
+    _check_body(body)
     message = EmailMessage(policy=policy.SMTP)
     message["From"] = from_addr
     message["To"] = address
@@ -126,6 +125,15 @@ def prepare(
     message.set_content(body)
     _prove_one_recipient(message, address, str(message["Subject"]))
     return PreparedMail(from_addr, address, str(message["Subject"]), message)
+
+
+def _check_body(body: object) -> None:
+    if not isinstance(body, str) or len(body) > MAX_BODY_CHARS:
+        raise HandlerError(f"email body must be text of at most {MAX_BODY_CHARS} characters")
+    try:
+        body.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate, e.g. from a model's JSON escape
+        raise HandlerError(f"email body is not valid Unicode at character {exc.start}") from None
 
 
 def _allowed_sender(smtp: SmtpSettings, sender: str | None) -> str:

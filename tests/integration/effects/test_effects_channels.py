@@ -115,10 +115,14 @@ def test_an_unknown_apprise_scheme_is_a_failed_result() -> None:
 
 
 def test_a_missing_apprise_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without apprise installed the channel says which extra to install."""
+    """Without apprise installed, building the channel fails and says which extra to install."""
     monkeypatch.setitem(sys.modules, "apprise", None)
-    with pytest.raises(ConfigError, match=r"tickloop\[notify\]"):
-        AppriseChannel("x", url="json://127.0.0.1:9/x").send("s", "b")
+    with pytest.raises(ConfigError, match=r"notify channel 'phone': .*pip install 'tickloop\[notify\]'"):
+        build_channels(
+            NotifySettings(channels=[AppriseChannelSettings(name="phone", url="ntfy://ntfy.sh/t")]),
+            smtp=SmtpSettings(),
+            secret={}.get,
+        )
 
 
 def test_importing_channels_and_handlers_loads_neither_apprise_nor_email_validator() -> None:

@@ -177,6 +177,14 @@ def test_secrets_in_the_parent_environment_never_reach_the_build(
     assert set(env) <= {"PATH", "LANG", "LC_ALL", "TZ", "HOME", "LC_CTYPE"}
 
 
+def test_a_script_that_cannot_start_is_refused_not_crashed(jail: Path) -> None:
+    """A workspace script without the execute bit is a HandlerError naming it; nothing ran."""
+    (jail / "build.sh").write_text("#!/bin/sh\necho built > built.txt\n")
+    with pytest.raises(HandlerError, match=r"could not start .*build\.sh.*Permission denied"):
+        _run(jail, {"argv": ["./build.sh"]})
+    assert not (jail / "built.txt").exists()
+
+
 def test_a_program_outside_the_allowlist_is_refused(jail: Path) -> None:
     """argv[0] must be an allowed program or a script inside the workspace."""
     with pytest.raises(JailError, match=r"not in handlers\.workspace\.programs"):

@@ -96,15 +96,18 @@ def run_bounded(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: f
     """Run ``argv`` without a shell in its own process group; kill the group at the deadline."""
     # Real processes run on real time: the deadline is monotonic wall time, not the injected clock.
     started = time.monotonic()
-    process = subprocess.Popen(  # noqa: S603  (argv was checked by check_argv; no shell)
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    try:
+        process = subprocess.Popen(  # noqa: S603  (argv was checked by check_argv; no shell)
+            argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as exc:  # nothing started: not executable, vanished, too many processes
+        raise HandlerError(f"could not start {argv[0]!r}: {exc.strerror or exc}") from None
     try:
         output, truncated, timed_out = _collect(process, started + timeout_s, cap)
     finally:
