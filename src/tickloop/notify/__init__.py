@@ -20,7 +20,7 @@ from tickloop.notify.settings import (
     build_channels,
     parse_notify_settings,
 )
-from tickloop.notify.smtp import SecretLookup, SmtpSettings
+from tickloop.notify.smtp import SecretLookup, SmtpSettings, parse_smtp_settings
 
 __all__ = [
     "AppriseChannel",
@@ -38,5 +38,6 @@ __all__ = [
     "SmtpSettings",
     "build_channels",
     "parse_notify_settings",
+    "parse_smtp_settings",
     "send_all",
 ]

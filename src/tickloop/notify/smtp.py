@@ -82,6 +82,14 @@ class SmtpSettings(msgspec.Struct, **_STRUCT):
                 raise ConfigError(exc.message) from None
 
 
+def parse_smtp_settings(data: object) -> SmtpSettings:
+    """Validate an ``[smtp]`` table; errors name the field (``$.port``)."""
+    try:
+        return msgspec.convert(data, SmtpSettings, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"invalid [smtp] settings: {exc}") from None
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True

@@ -14,6 +14,7 @@ from tickloop.notify import (
     SmtpSettings,
     build_channels,
     parse_notify_settings,
+    parse_smtp_settings,
 )
 from tickloop.operator.handlers import DRY_RUN_ENV, dry_run_from_env, parse_handler_settings
 
@@ -84,6 +85,21 @@ def test_invalid_handler_settings_are_refused_with_the_place(table: dict[str, ob
     """A bad [handlers] table raises ConfigError naming the field."""
     with pytest.raises(ConfigError, match=message):
         parse_handler_settings(table)
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"port": "x"}, r"invalid \[smtp\] settings: .*\$\.port"),
+        ({"security": "tls"}, r"\$\.security"),
+        ({"passwordEnv": "not a name"}, "passwordEnv"),
+        ({"password": "hunter2"}, "unknown field `password`"),
+    ],
+)
+def test_invalid_smtp_settings_are_refused_with_the_place(table: dict[str, object], message: str) -> None:
+    """A bad [smtp] table raises ConfigError naming the key; a literal password key is not accepted."""
+    with pytest.raises(ConfigError, match=message):
+        parse_smtp_settings(table)
 
 
 def test_smtp_senders_are_validated_when_loaded() -> None:
