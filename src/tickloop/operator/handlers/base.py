@@ -110,14 +110,12 @@ def result(
 ) -> HandlerResult:
     """Build a result whose description is ``WOULD call`` or ``called`` followed by ``call(args)``."""
     verb = "WOULD call" if request.dry_run else "called"
-    handoff = bool(extra.pop("handoff", False))
     return HandlerResult(
         status=status,
         call=call,
         target=target,
         description=" ".join(f"{verb} {call}({args})".split()),
         dry_run=request.dry_run,
-        handoff=handoff,
         details=extra,
     )
 
