@@ -13,6 +13,10 @@
      |    +-- ConflictError   a compare-and-set that lost, or a rule that forbids the change
      +-- ModelError           a model provider failed or answered something unusable
      +-- ValidationError      untrusted input (model output, mail, CLI text) failed validation
+     +-- HandlerError         a side-effect handler refused its request; nothing was done
+     |    +-- RecipientError  an email address that is not exactly one safe address
+     |    +-- JailError       a workspace path or command that would leave the jail
+     +-- DeliveryError        a send was attempted and failed; it may or may not have arrived
 
 Each class's docstring is its default message, so ``raise ConfigError()`` still says something.
 Messages say what was wrong, where, and what to do.
@@ -76,3 +80,19 @@ class ModelError(TickloopError):
 
 class ValidationError(TickloopError):
     """The input failed validation."""
+
+
+class HandlerError(TickloopError):
+    """The side-effect handler refused the request; nothing was done."""
+
+
+class RecipientError(HandlerError):
+    """The recipient is not exactly one safe email address."""
+
+
+class JailError(HandlerError):
+    """The path or command would leave the workspace jail."""
+
+
+class DeliveryError(TickloopError):
+    """The send was attempted and failed; whether it arrived is unknown."""
