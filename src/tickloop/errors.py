@@ -13,6 +13,7 @@
      |    +-- ConflictError   a compare-and-set that lost, or a rule that forbids the change
      +-- ModelError           a model provider failed or answered something unusable
      +-- ValidationError      untrusted input (model output, mail, CLI text) failed validation
+     +-- SourceError          an observation source (git, files, calendar, mail) could not be read
 
 Each class's docstring is its default message, so ``raise ConfigError()`` still says something.
 Messages say what was wrong, where, and what to do.
@@ -76,3 +77,7 @@ class ModelError(TickloopError):
 
 class ValidationError(TickloopError):
     """The input failed validation."""
+
+
+class SourceError(TickloopError):
+    """An observation source could not be read."""
