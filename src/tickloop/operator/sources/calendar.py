@@ -172,6 +172,9 @@ def parse(data: bytes, zone: tzinfo) -> tuple[dict[str, dict[str, Any]], list[st
     """Events by key from iCalendar bytes, and one problem line per event that was skipped."""
     from icalendar import Calendar  # noqa: PLC0415  (start-up cost: only a tick with a calendar pays)
 
+    if b"END:VCALENDAR" not in data.upper():
+        # icalendar accepts a cut-off feed; reading it as "every event was removed" would be wrong
+        raise SourceError("calendar is truncated or not iCalendar (no END:VCALENDAR)")
     try:
         calendars = Calendar.from_ical(data, multiple=True)
     except _BAD_EVENT as exc:
