@@ -94,6 +94,7 @@ ssl = required
 ssl_cert = <{root}/cert.pem
 ssl_key = <{root}/key.pem
 auth_mechanisms = plain
+auth_failure_delay = 0
 default_internal_user = {internal}
 default_internal_group = {grp.getgrgid(pwd.getpwnam(internal).pw_gid).gr_name}
 default_login_user = {login}
@@ -119,6 +120,10 @@ service imap-login {{
 }}
 service anvil {{
   chroot =
+  # an unusable penalty socket switches the failed-login back-off off (tests log in wrongly on purpose)
+  unix_listener anvil-auth-penalty {{
+    mode = 0
+  }}
 }}
 """
 
