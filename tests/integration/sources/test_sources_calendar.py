@@ -25,7 +25,10 @@ def event(uid: str, start: str, end: str = "", summary: str = "Meeting", **extra
     if end:
         lines.append(f"DTEND{end}")
     # a value starting with ";" carries parameters: EXDATE;VALUE=DATE:20261130
-    lines += [f"{key.upper()}{'' if value.startswith(';') else ':'}{value}" for key, value in extra.items()]
+    lines += [
+        f"{key.replace('_', '-').upper()}{'' if value[0] in ';:' else ':'}{value}"
+        for key, value in extra.items()
+    ]
     return "BEGIN:VEVENT\r\n" + "".join(line + "\r\n" for line in lines) + "END:VEVENT\r\n"
 
 
@@ -229,3 +232,21 @@ def test_an_unreachable_server_is_an_error() -> None:
     """A calendar URL nobody answers is reported as a failed source."""
     result = run("http://127.0.0.1:9/x.ics", timeout_seconds=2)
     assert "cannot fetch" in result.errors[0].message
+
+
+def test_a_moved_instance_of_a_recurring_event_replaces_its_original_slot(cal: Path) -> None:
+    """When one occurrence of a series is moved, only the moved time is upcoming, not both."""
+    cal.write_bytes(
+        ics(
+            event("series", ":20261123T100000Z", ":20261123T110000Z", "Sync", rrule="FREQ=WEEKLY"),
+            event(
+                "series",
+                ":20261130T150000Z",
+                ":20261130T160000Z",
+                "Sync (moved)",
+                recurrence_id=":20261130T100000Z",
+            ),
+        )
+    )
+    upcoming = by_kind(run(str(cal), upcoming_hours=24), "calendar.upcoming")
+    assert [(u["summary"], u["start"]) for u in upcoming] == [("Sync (moved)", "2026-11-30T15:00:00+00:00")]

@@ -132,3 +132,20 @@ def test_the_excerpt_is_cut_at_the_configured_length_and_says_so(limit: int) -> 
     payload = message_payload(bytes(msg), limit)
     assert len(payload["excerpt"]) == limit
     assert payload["excerptTruncated"] is True
+
+
+def test_a_worst_case_message_still_fits_in_one_observation() -> None:
+    """Four-byte characters in every header, many attachments and the largest excerpt stay within bounds."""
+    wide = "\U0001f600" * 5_000
+    headers = "".join(f"{name}: {wide}\r\n" for name in ("From", "To", "Cc", "Subject", "Date", "Message-ID"))
+    parts = "".join(
+        f'--b\r\nContent-Disposition: attachment; filename="{n}{wide}"\r\n\r\nx\r\n' for n in range(30)
+    )
+    raw = (
+        f"{headers}Content-Type: multipart/mixed; boundary=b\r\n\r\n"
+        f"--b\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{wide * 2}\r\n{parts}--b--\r\n"
+    )
+    payload = message_payload(raw.encode("utf-8"), 8_000)
+    assert len(payload["attachments"]) == 20
+    assert len(payload["excerpt"]) == 8_000
+    Observation("mail:maildir:x", "mail.new", {"key": wide[:200], **payload})

@@ -189,6 +189,10 @@ def parse(data: bytes, zone: tzinfo) -> tuple[dict[str, dict[str, Any]], list[st
             problems.append(f"event {uid} skipped: {one_line(str(exc), 200)}")
             continue
         events[event["uid"] + event["_instance"]] = event
+    for event in events.values():
+        master = events.get(event["uid"]) if event["_instance"] else None
+        if master is not None:
+            master["_exdates"].add(event["_recurrence"])  # the moved instance replaces this occurrence
     return events, problems
 
 
@@ -211,6 +215,7 @@ def _event(component: Any, zone: tzinfo) -> dict[str, Any]:
         "_start": start,
         "_end": end,
         "_instance": "@" + _iso(recurrence, zone) if recurrence is not None else "",
+        "_recurrence": recurrence,
         "_rrule": _rrule_text(rrule, start),
         "_exdates": _exdates(component),
     }

@@ -22,7 +22,7 @@ from tickloop.operator.sources.settings import GitSource
 from tickloop.operator.sources.text import one_line
 
 #: the first dirty paths listed in a ``git.dirty`` observation
-MAX_DIRTY_PATHS = 50
+MAX_DIRTY_PATHS = 20
 _SAFE_CONFIG = ("-c", "core.fsmonitor=false", "-c", "core.untrackedCache=false", "-c", "color.ui=false")
 
 
@@ -59,7 +59,7 @@ def _commits(git: _Git, src: str, old: str | None, head: str, limit: int) -> lis
     since = old if old and git.has_commit(old) else None
     commits = git.log(since, head, limit)
     found = [Observation(src, "git.commit", commit) for commit in commits]
-    total = git.count(since, head) if since else len(commits)
+    total = git.count(since, head) if len(commits) == limit else len(commits)
     if total > len(commits):
         found.append(Observation(src, "git.commits_omitted", {"count": total - len(commits), "head": head}))
     if since is None and old:
@@ -140,8 +140,8 @@ class _Git:
         commits = [parts[i : i + 5] for i in range(0, len(parts) - 4, 5)]
         return [_commit_payload(*commit) for commit in commits]
 
-    def count(self, since: str, head: str) -> int:
-        _, out = self.run("rev-list", "--count", f"{since}..{head}", "--")
+    def count(self, since: str | None, head: str) -> int:
+        _, out = self.run("rev-list", "--count", f"{since}..{head}" if since else head, "--")
         return int(out.strip() or b"0")
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: an observation's payload may not exceed this many bytes of canonical JSON (a programming error)
-MAX_PAYLOAD_BYTES = 32_768
+MAX_PAYLOAD_BYTES = 65_536
 
 
 def canonical_json(value: Any) -> bytes:

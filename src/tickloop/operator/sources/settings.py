@@ -99,4 +99,4 @@ class SourcesSettings(msgspec.Struct, **_STRUCT):
     maildirs: list[MaildirSource] = msgspec.field(default_factory=list)
     imap: list[ImapSource] = msgspec.field(default_factory=list)
     #: characters of a mail body kept in an observation
-    excerpt_chars: Annotated[int, msgspec.Meta(ge=100, le=10_000)] = 2_000
+    excerpt_chars: Annotated[int, msgspec.Meta(ge=100, le=8_000)] = 2_000
