@@ -99,3 +99,15 @@ def test_a_naive_now_is_refused() -> None:
     """Time is injected as an aware UTC moment; a naive one is a programming error."""
     with pytest.raises(ValueError, match="timezone-aware"):
         collect(SourcesSettings(), {}, datetime(2026, 1, 1))  # noqa: DTZ001  (the point of the test)
+
+
+def test_a_corrupt_cursor_starts_a_new_baseline_instead_of_crashing(repo: Repo, tmp_path: Path) -> None:
+    """A cursor of the wrong shape (an old version, a damaged row) rebaselines the source and says so."""
+    repo.commit("one")
+    source = f"git:{repo.path}"
+    settings = SourcesSettings(git=[GitSource(path=str(repo.path))])
+    result = collect(settings, {source: ["not", "a", "dict"]}, NOW)
+    assert [o.kind for o in result.observations] == ["git.baseline"]
+    assert "unreadable" in result.errors[0].message
+    hostile = collect(settings, {source: {"head": "--output=/tmp/x", "branch": 3}}, NOW)
+    assert [o.kind for o in hostile.observations] == ["git.branch_changed", "git.commit"]

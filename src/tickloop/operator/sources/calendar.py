@@ -9,7 +9,7 @@ An event's identity is its UID (plus RECURRENCE-ID for a moved instance); it cou
 what a person sees changes (summary, location, times, status, rule). DTSTAMP and SEQUENCE are not
 used, because many servers bump them on every fetch.
 
-Cursor: ``{"events": {"<uid>[@<recurrence-id>]": "sha256:<fingerprint>", ...}}``.
+Cursor: ``{"events": {"<uid>[@<recurrence-id>]": "<16 hex digits of sha256>", ...}}``.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ def observe(
     if cursor is None:
         found.append(Observation(src, "calendar.baseline", {"count": len(events)}))
     else:
-        found += _changes(src, cursor.get("events", {}), fingerprints, events)
+        before = cursor.get("events")
+        found += _changes(src, before if isinstance(before, dict) else {}, fingerprints, events)
     upcoming, skipped = _upcoming(src, events, now, timedelta(hours=settings.upcoming_hours), zone)
     found += upcoming
     if len(found) > settings.max_changes:
@@ -270,7 +271,8 @@ def _synthetic_uid(component: Any, start: date) -> str:
 
 def _fingerprint(event: dict[str, Any]) -> str:
     visible = {k: v for k, v in event.items() if not k.startswith("_")} | {"rrule": event["_rrule"]}
-    return "sha256:" + hashlib.sha256(canonical_json(visible)).hexdigest()
+    # 64 bits tell an event's versions apart and keep a big calendar's cursor small
+    return hashlib.sha256(canonical_json(visible)).hexdigest()[:16]
 
 
 def _public(event: dict[str, Any]) -> dict[str, Any]:

@@ -46,12 +46,15 @@ class CollectResult:
 
 def collect(
     settings: SourcesSettings,
-    cursors: dict[str, Cursor],
+    cursors: dict[str, Any],
     now: datetime,
     *,
     secret: Secret = os.environ.get,
 ) -> CollectResult:
-    """Observe every source in ``settings`` once. ``secret(name)`` reads a password variable."""
+    """Observe every source in ``settings`` once, from ``cursors`` (the previous run's, as stored).
+
+    ``secret(name)`` reads a password variable: the environment, else the configured env file.
+    """
     if now.tzinfo is None:
         raise ValueError("collect needs a timezone-aware now")
     found: list[Observation] = []
@@ -63,6 +66,9 @@ def collect(
             errors.append(SourceFailure(source, "configured twice; give one of them a distinct name"))
             continue
         previous = cursors.get(source)
+        if previous is not None and not isinstance(previous, dict):
+            errors.append(SourceFailure(source, "its stored cursor was unreadable; starting a new baseline"))
+            previous = None
         try:
             observations, cursor, problems = _run(spec, previous, now, settings.excerpt_chars, secret)
         except SourceError as exc:

@@ -32,7 +32,8 @@ def observe(
     src = files_id(settings)
     if cursor is None:
         return [Observation(src, "file.baseline", {"count": len(now_files)})], {"files": now_files}, []
-    found = _diff(src, cursor.get("files", {}), now_files)
+    before = cursor.get("files")
+    found = _diff(src, before if isinstance(before, dict) else {}, now_files)
     if len(found) > settings.max_changes:
         more = Observation(src, "file.more", {"count": len(found) - settings.max_changes})
         found = [*found[: settings.max_changes], more]

@@ -46,8 +46,10 @@ def observe(
     if branch != cursor.get("branch"):
         payload = {"from": cursor.get("branch"), "to": branch, "head": head}
         found.append(Observation(src, "git.branch_changed", payload))
-    if head is not None and head != cursor.get("head"):
-        found += _commits(git, src, cursor.get("head"), head, settings.max_commits)
+    old = cursor.get("head")
+    if head is not None and head != old:
+        # only a hex object name from the cursor ever reaches git's argv
+        found += _commits(git, src, old if _is_sha(old) else None, head, settings.max_commits)
     if dirty != cursor.get("dirty"):
         found.append(_status_observation(src, branch, status))
     return found, {"head": head, "branch": branch, "dirty": dirty}, []
@@ -72,6 +74,10 @@ def _status_observation(src: str, branch: str | None, status: list[str]) -> Obse
         return Observation(src, "git.clean", {"branch": branch})
     payload = {"branch": branch, "count": len(status), "paths": status[:MAX_DIRTY_PATHS]}
     return Observation(src, "git.dirty", payload)
+
+
+def _is_sha(value: object) -> bool:
+    return isinstance(value, str) and len(value) in (40, 64) and all(c in "0123456789abcdef" for c in value)
 
 
 def _fingerprint(lines: list[str]) -> str:

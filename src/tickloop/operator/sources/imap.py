@@ -83,7 +83,7 @@ def _observe_folder(
         fresh = {"uidValidity": status["UIDVALIDITY"], "lastUid": status["UIDNEXT"] - 1}
         return [Observation(src, kind, {"count": status["MESSAGES"]})], fresh, []
     _check(client.select(folder, readonly=True), "EXAMINE")
-    last = int(cursor.get("lastUid", 0))
+    last = cursor.get("lastUid", 0) if isinstance(cursor.get("lastUid"), int) else 0
     found: list[Observation] = []
     problems: list[str] = []
     for uid in _new_uids(client, last)[: settings.max_messages]:

@@ -115,7 +115,7 @@ def observe(
     src = maildir_id(settings)
     if cursor is None:
         return [Observation(src, "mail.baseline", {"count": len(keys)})], {"seen": sorted(keys)}, []
-    seen = set(cursor.get("seen", [])) & keys
+    seen = {key for key in cursor.get("seen", []) if isinstance(key, str)} & keys
     found: list[Observation] = []
     problems: list[str] = []
     for key in sorted(keys - seen, key=_delivery_order)[: settings.max_messages]:
