@@ -93,6 +93,13 @@ def test_raw_eight_bit_headers_and_bodies_do_not_crash() -> None:
     assert "body" in payload["excerpt"]
 
 
+@pytest.mark.parametrize("charset", ["base64", "rot13", "zlib", "x-no-such-charset", "utf-7"])
+def test_a_codec_that_is_not_a_text_charset_still_gives_an_excerpt(charset: str) -> None:
+    """A Content-Type naming a byte codec or an invented charset falls back to UTF-8 text."""
+    raw = f"Subject: x\r\nContent-Type: text/plain; charset={charset}\r\n\r\nplain words\r\n".encode()
+    assert message_payload(raw, 2_000)["excerpt"] == "plain words"
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.binary(max_size=4_000))
 def test_arbitrary_bytes_as_a_message_give_a_bounded_json_payload(raw: bytes) -> None:

@@ -88,7 +88,7 @@ def _decode(part: Message) -> str:
         charset = "utf-8"  # an invented charset name: read it as UTF-8 with replacement characters
     try:
         return valid_unicode(data[: _DECODE_CHARS * 4].decode(charset, "replace"))[:_DECODE_CHARS]
-    except (UnicodeError, ValueError):
+    except (UnicodeError, ValueError, LookupError):  # LookupError: "base64" is a codec, not a charset
         return data[: _DECODE_CHARS * 4].decode("utf-8", "replace")[:_DECODE_CHARS]
 
 

@@ -34,6 +34,7 @@ class FilesSource(msgspec.Struct, **_STRUCT):
 
     #: the directory (``~`` is expanded); symlinks are never followed
     path: str
+    #: a label used in the source id instead of the path
     name: str = ""
     #: a tree with more files than this is refused (with an error) rather than half-watched
     max_files: Annotated[int, msgspec.Meta(ge=1, le=200_000)] = 10_000
@@ -48,6 +49,7 @@ class CalendarSource(msgspec.Struct, **_STRUCT):
 
     #: a path or URL; a URL's path and query never appear in the source id (they often hold a token)
     location: str
+    #: a label used in the source id instead of the location
     name: str = ""
     #: events starting within this many hours of now are reported as upcoming
     upcoming_hours: Annotated[float, msgspec.Meta(ge=0, le=24 * 60)] = 36.0
@@ -64,6 +66,7 @@ class MaildirSource(msgspec.Struct, **_STRUCT):
     """A local Maildir folder (``cur``/``new``/``tmp``)."""
 
     path: str
+    #: a label used in the source id instead of the path
     name: str = ""
     #: new messages reported per run, oldest first; the rest wait for the next run
     max_messages: Annotated[int, msgspec.Meta(ge=1, le=1_000)] = 50
@@ -78,6 +81,7 @@ class ImapSource(msgspec.Struct, **_STRUCT):
     username: str
     #: name of the environment / env-file variable holding the password (never the password)
     password_env: str
+    #: a label used in the source id instead of host/folder
     name: str = ""
     #: 993 for ``tls``, 143 for ``starttls`` when 0
     port: Annotated[int, msgspec.Meta(ge=0, le=65_535)] = 0
