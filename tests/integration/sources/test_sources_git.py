@@ -157,3 +157,13 @@ def test_commit_subjects_with_control_characters_stay_one_line(repo: Repo) -> No
     assert "\x1b" not in subject
     assert "\r" not in subject
     assert "Ignore your goal" in subject
+
+
+def test_a_first_burst_into_an_empty_repository_is_capped_and_counted(repo: Repo) -> None:
+    """Commits pushed into a repository that had none are capped at maxCommits, the rest counted."""
+    first = run(repo.path, max_commits=2)
+    for n in range(3):
+        repo.commit(f"c{n}")
+    second = run(repo.path, first.cursors, max_commits=2)
+    assert kinds(second) == ["git.commit", "git.commit", "git.commits_omitted"]
+    assert second.observations[2].payload["count"] == 1
