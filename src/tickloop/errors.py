@@ -17,6 +17,7 @@
      |    +-- RecipientError  an email address that is not exactly one safe address
      |    +-- JailError       a workspace path or command that would leave the jail
      +-- DeliveryError        a send was attempted and failed; it may or may not have arrived
+     +-- SourceError          an observation source (git, files, calendar, mail) could not be read
 
 Each class's docstring is its default message, so ``raise ConfigError()`` still says something.
 Messages say what was wrong, where, and what to do.
@@ -96,3 +97,7 @@ class JailError(HandlerError):
 
 class DeliveryError(TickloopError):
     """The send was attempted and failed; whether it arrived is unknown."""
+
+
+class SourceError(TickloopError):
+    """An observation source could not be read."""
