@@ -11,7 +11,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
@@ -102,6 +102,34 @@ class Settings(msgspec.Struct, **_STRUCT):
     store: StoreSettings = msgspec.field(default_factory=StoreSettings)
     #: a ``KEY=value`` file read for secrets; its values never override the real environment
     env_file: str = ""
+    #: the profile operator commands use when ``--profile`` is not given
+    profile: str = "default"
+    # Operator sections stay raw tables here and are validated by ``section()`` when a tick first
+    # needs them: their types live in packages that are too heavy to import on every tick's start.
+    sources: dict[str, Any] = msgspec.field(default_factory=dict)
+    handlers: dict[str, Any] = msgspec.field(default_factory=dict)
+    smtp: dict[str, Any] = msgspec.field(default_factory=dict)
+    notify: dict[str, Any] = msgspec.field(default_factory=dict)
+    gate: dict[str, Any] = msgspec.field(default_factory=dict)
+    attention: dict[str, Any] = msgspec.field(default_factory=dict)
+    monitor: dict[str, Any] = msgspec.field(default_factory=dict)
+    schedule: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+T = TypeVar("T")
+
+
+def section(settings: Settings, name: str, kind: type[T]) -> T:
+    """Validate one operator section (``[sources]``, ``[smtp]``, ...) into its type.
+
+    Raises ``ConfigError`` naming the section and the key, e.g. ``[attention] Expected `int` <= 23 -
+    at `$.quietStart```.
+    """
+    raw = getattr(settings, name)
+    try:
+        return msgspec.convert(raw, kind, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"invalid configuration in [{name}]: {exc}") from None
 
 
 #: Environment variable -> (section, TOML key). ``TICKLOOP_CONFIG`` names the TOML file itself.
@@ -115,6 +143,7 @@ ENV_VARS: dict[str, tuple[str, str]] = {
     "TICKLOOP_MODEL_ID": ("model", "modelId"),
     "TICKLOOP_STORE": ("store", "url"),
     "TICKLOOP_ENV_FILE": ("", "envFile"),
+    "TICKLOOP_PROFILE": ("", "profile"),
 }
 CONFIG_ENV = "TICKLOOP_CONFIG"
 
