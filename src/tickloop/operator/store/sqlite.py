@@ -1,0 +1,192 @@
+"""The SQLite backend: the embedded default for one machine (stdlib ``sqlite3``)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from tickloop.clock import utc_iso
+from tickloop.errors import ConflictError, NotFoundError, StoreError
+from tickloop.operator.store._sql import Tx, load_queries, migrations
+from tickloop.operator.store.sqlstore import SqlStore
+
+#: How long a writer waits for another process's write lock before giving up (milliseconds).
+BUSY_TIMEOUT_MS = 30_000
+_RECORD = "INSERT INTO tickloop_migrations VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
+
+
+class SQLiteStore(SqlStore):
+    """A store in one SQLite file, shared safely by many one-shot processes on one machine."""
+
+    def __init__(self, path: Path, *, url: str | None = None, migrate: bool = True) -> None:
+        self.url = url or f"sqlite:///{path}"
+        self.path = path
+        self._queries = load_queries("sqlite")
+        # One connection per store; the lock keeps a threaded caller from interleaving transactions.
+        self._lock = threading.RLock()
+        self._conn = self._connect(path)
+        if migrate:
+            self.migrate()
+
+    def _connect(self, path: Path) -> sqlite3.Connection:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # isolation_level=None: we issue BEGIN ourselves, so every write can be BEGIN IMMEDIATE.
+            conn = sqlite3.connect(
+                path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+            )
+            conn.row_factory = sqlite3.Row
+            # WAL: readers never block the writer and the writer never blocks readers, so a monitor
+            # or a CLI listing can read while a tick writes.
+            conn.execute("PRAGMA journal_mode=WAL")
+            # busy_timeout: a second process waits for the write lock instead of failing at once.
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            # foreign_keys: SQLite leaves them off by default; every row must belong to a profile.
+            conn.execute("PRAGMA foreign_keys=ON")
+            # synchronous=NORMAL is durable across process crashes in WAL mode (not power loss of
+            # the last commit), and keeps a commit from costing a full fsync.
+            conn.execute("PRAGMA synchronous=NORMAL")
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open SQLite store {self.url}: {exc}") from None
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[Tx]:
+        with self._lock:
+            try:
+                self._conn.execute(begin)
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite store {self.url}: cannot begin a transaction: {exc}") from None
+            try:
+                yield Tx(self._conn, self._queries, utc_iso, _translate)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._conn.execute("ROLLBACK")
+                raise StoreError(f"SQLite store {self.url}: commit failed: {exc}") from None
+
+    def _write(self) -> AbstractContextManager[Tx]:
+        # BEGIN IMMEDIATE takes the write lock before the first read, so a read-then-write (a claim,
+        # a spend) can never be overtaken between its SELECT and its UPDATE by another process.
+        return self._transaction("BEGIN IMMEDIATE")
+
+    def _read(self) -> AbstractContextManager[Tx]:
+        return self._transaction("BEGIN")
+
+    def _fts_query(self, tokens: list[str]) -> str:
+        # Each word quoted as an FTS5 string: implicit AND, and no word is ever an operator.
+        return " ".join(f'"{token}"' for token in tokens)
+
+    # -- migrations ---------------------------------------------------------------------------------
+
+    def migrate(self, *, target: int | None = None) -> list[int]:
+        applied = []
+        for version, name, sql in migrations("sqlite"):
+            if target is not None and version > target:
+                break
+            if self._apply(version, name, sql):
+                applied.append(version)
+        return applied
+
+    def _apply(self, version: int, name: str, sql: str) -> bool:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute(
+                    "CREATE TABLE IF NOT EXISTS tickloop_migrations "
+                    "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+                )
+                done = self._conn.execute("SELECT 1 FROM tickloop_migrations WHERE version = ?", (version,))
+                if done.fetchone() is None:
+                    for statement in split_script(sql):
+                        self._conn.execute(statement)
+                    self._conn.execute(_RECORD, (version, name))
+                    self._conn.execute("COMMIT")
+                    return True
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._conn.execute("ROLLBACK")
+                raise StoreError(
+                    f"SQLite store {self.url}: migration {version:04d}_{name} failed: {exc}"
+                ) from None
+            return False
+
+    def schema_version(self) -> int:
+        with self._lock:
+            try:
+                row = self._conn.execute("SELECT MAX(version) FROM tickloop_migrations").fetchone()
+            except sqlite3.OperationalError:
+                return 0
+            return int(row[0] or 0)
+
+    # -- tick locks ---------------------------------------------------------------------------------
+
+    @contextmanager
+    def tick_lock(
+        self,
+        profile: str,
+        tick_kind: str,
+        *,
+        owner: str,
+        now: datetime,
+        lease: timedelta = timedelta(hours=1),
+    ) -> Iterator[bool]:
+        with self._write() as tx:
+            held = tx.run(
+                "take_tick_lock",
+                profile=profile,
+                tick_kind=tick_kind,
+                owner=owner,
+                now=now,
+                expires_at=now + lease,
+            )
+        try:
+            yield held == 1
+        finally:
+            if held == 1:
+                with self._write() as tx:
+                    tx.run("drop_tick_lock", profile=profile, tick_kind=tick_kind, owner=owner)
+
+
+def split_script(sql: str) -> list[str]:
+    """Statements of a migration script, whole (a trigger's inner ``;`` does not end it).
+
+    ``executescript`` would commit on its own, outside our BEGIN IMMEDIATE; this keeps each
+    migration and its record in one transaction.
+    """
+    statements, pending = [], ""
+    for line in sql.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            statements.append(pending.strip())
+            pending = ""
+    if pending.strip() and not all(
+        part.strip().startswith("--") or not part.strip() for part in pending.splitlines()
+    ):
+        raise StoreError(f"migration ends with an incomplete statement: {pending.strip()[:80]!r}")
+    return statements
+
+
+def _translate(exc: Exception, params: Mapping[str, Any]) -> StoreError | None:
+    if isinstance(exc, sqlite3.IntegrityError):
+        if "FOREIGN KEY" in str(exc):
+            return NotFoundError(
+                f"profile {params.get('profile')!r} (or a row this refers to) does not exist; "
+                "create the profile with `tickloop operator init`"
+            )
+        return ConflictError(f"the store refused the write: {exc}")
+    if isinstance(exc, sqlite3.Error):
+        return StoreError(f"SQLite store: {exc}")
+    return None
