@@ -44,7 +44,7 @@ from tickloop.operator.domain import (
 )
 from tickloop.operator.store._rows import dumps
 from tickloop.operator.store.base import EPOCH, Store, search_tokens
-from tickloop.operator.store.sqlstore import check_decidable, check_ending
+from tickloop.operator.store.sqlstore import check_decidable, check_ending, check_finishable
 
 
 def _checked(**fields: Any) -> None:
@@ -411,8 +411,7 @@ class MemoryStore(Store):
         target = check_ending(status)
         stored = None if result is None else _round_trip(dumps("result", result))
         with self._lock:
-            prior = self.get_intent(profile, intent_id).status
-            machine.check_transition(prior, target)
+            prior = check_finishable(intent_id, self.get_intent(profile, intent_id).status, target)
             current = self._owned(profile, intent_id, owner, prior)
             return self._swap(
                 current, prior, status=target, result=stored, handoff=handoff, updated_at=_utc(now)

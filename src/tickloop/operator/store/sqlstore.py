@@ -397,8 +397,7 @@ class SqlStore(Store):
             found = tx.one("get_intent", profile=profile, id=intent_id)
             if found is None:
                 raise NotFoundError(f"no intent {intent_id} in profile {profile!r}")
-            prior = IntentStatus(found["status"])
-            machine.check_transition(prior, target)
+            prior = check_finishable(intent_id, IntentStatus(found["status"]), target)
             row = tx.one(
                 "finish_intent",
                 profile=profile,
@@ -641,6 +640,18 @@ def check_decidable(intent_id: int, current: IntentStatus, target: IntentStatus)
     if current is IntentStatus.BLOCKED:
         raise ConflictError(f"intent {intent_id} is blocked by the gate: it can never be approved or denied")
     machine.check_transition(current, target)
+
+
+def check_finishable(intent_id: int, current: IntentStatus, target: IntentStatus) -> IntentStatus:
+    """``current`` if a claim at ``current`` may end as ``target``: losing the claim is a conflict
+    (the reaper or a release got there first), an illegal ending is a transition error."""
+    if current not in (IntentStatus.CLAIMED, IntentStatus.SENDING):
+        raise ConflictError(
+            f"intent {intent_id} is {current}: only a claimed or sending intent can be finished "
+            "(the claim was lost, or never taken)"
+        )
+    machine.check_transition(current, target)
+    return current
 
 
 def check_ending(status: IntentStatus) -> IntentStatus:
