@@ -177,7 +177,7 @@ def test_deny_is_final(store: Store) -> None:
     """A denied intent can be neither approved later nor claimed."""
     intent_id = staged(store, Verdict.REQUIRES_APPROVAL)
     store.decide("p", intent_id, DecisionKind.DENY, by="ian", now=NOW)
-    with pytest.raises(TransitionError):
+    with pytest.raises(ConflictError, match="is denied"):
         store.decide("p", intent_id, DecisionKind.APPROVE, by="ian", now=NOW)
     assert store.claim_intents("p", owner="x", now=NOW) == []
 
@@ -196,7 +196,7 @@ def test_blocked_intent_can_never_be_approved_or_executed(store: Store) -> None:
 def test_approving_an_allowed_intent_is_illegal(store: Store) -> None:
     """Only an intent waiting for approval can be approved."""
     intent_id = staged(store, Verdict.ALLOWED)
-    with pytest.raises(TransitionError):
+    with pytest.raises(ConflictError, match="only an intent at requires_approval"):
         store.decide("p", intent_id, DecisionKind.APPROVE, by="ian", now=NOW)
 
 

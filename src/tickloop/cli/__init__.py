@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "audit": "tickloop.cli.audit:audit",
     "policies": "tickloop.cli.tick:policies",
     "parse-tick": "tickloop.cli.tick:parse_tick_command",
+    "operator": "tickloop.cli.operator:operator",
 }
 
 EXIT_OK = 0

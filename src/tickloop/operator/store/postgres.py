@@ -35,6 +35,7 @@ class PostgresStore(SqlStore):
         self, conninfo: str, *, url: str, migrate: bool = True, max_size: int = 4, timeout: float = 10.0
     ) -> None:
         self.url = url
+        _probe(conninfo, url, timeout)
         self._queries = {name: to_pyformat(sql) for name, sql in load_queries("postgres").items()}
         self._pool = ConnectionPool(
             conninfo,
@@ -137,6 +138,17 @@ class PostgresStore(SqlStore):
                 if held:
                     tx.one("drop_tick_lock", profile=profile, tick_kind=tick_kind)
                 conn.autocommit = False
+
+
+def _probe(conninfo: str, url: str, timeout: float) -> None:
+    """Fail fast with the server's own reason: a pool would retry quietly until its timeout."""
+    from tickloop.operator.store import redact_url  # noqa: PLC0415  (the package imports this module lazily)
+
+    try:
+        psycopg.connect(conninfo, connect_timeout=max(1, int(timeout))).close()
+    except psycopg.Error as exc:
+        reason = redact_url(" ".join(str(exc).split())) or type(exc).__name__
+        raise StoreError(f"cannot connect to PostgreSQL store {url}: {reason}") from None
 
 
 def _translate(exc: Exception, params: Mapping[str, Any]) -> StoreError | None:

@@ -639,6 +639,10 @@ def check_decidable(intent_id: int, current: IntentStatus, target: IntentStatus)
     """A blocked intent can never be approved; anything else not awaiting a decision is illegal."""
     if current is IntentStatus.BLOCKED:
         raise ConflictError(f"intent {intent_id} is blocked by the gate: it can never be approved or denied")
+    if current is not IntentStatus.REQUIRES_APPROVAL:
+        raise ConflictError(
+            f"intent {intent_id} is {current}: only an intent at requires_approval can be approved or denied"
+        )
     machine.check_transition(current, target)
 
 

@@ -1,6 +1,9 @@
 -- Full-text search over memory notes: an FTS5 index kept in step with `notes` by triggers, and
 -- back-filled so notes written under the first schema are searchable after the upgrade.
-CREATE VIRTUAL TABLE notes_fts USING fts5(text, content='notes', content_rowid='id');
+-- remove_diacritics 0: 'café' and 'cafe' stay different words, as on PostgreSQL and in memory.
+CREATE VIRTUAL TABLE notes_fts USING fts5(
+    text, content='notes', content_rowid='id', tokenize='unicode61 remove_diacritics 0'
+);
 
 CREATE TRIGGER notes_fts_insert AFTER INSERT ON notes BEGIN
     INSERT INTO notes_fts(rowid, text) VALUES (new.id, new.text);
