@@ -91,19 +91,23 @@ def _wait(start_at: float) -> None:
 
 
 def claim_worker(args: dict[str, Any]) -> Any:
-    """Claim batches until none are left; optionally send+complete each. Returns the claimed ids."""
+    """Claim batches until none are left. ``finish``: ``none`` (claim only), ``complete`` (claimed ->
+    completed) or ``send`` (claimed -> sending -> completed). Returns the ids and the seconds taken."""
     store = open_store(args["url"], migrate=False)
-    owner, profile, complete = args["owner"], args["profile"], args.get("complete", False)
+    owner, profile, finish = args["owner"], args["profile"], args.get("finish", "none")
     _wait(args["start_at"])
+    started = time.perf_counter()
     ids: list[int] = []
     while batch := store.claim_intents(profile, owner=owner, now=T0, limit=args.get("batch", 20)):
         for intent in batch:
             ids.append(intent.id)
-            if complete:
+            if finish == "send":
                 store.mark_sending(profile, intent.id, owner=owner, now=T0)
+            if finish != "none":
                 store.finish_intent(profile, intent.id, IntentStatus.COMPLETED, owner=owner, now=T0)
+    elapsed = time.perf_counter() - started
     store.close()
-    return ids
+    return {"ids": ids, "seconds": elapsed}
 
 
 def spend_worker(args: dict[str, Any]) -> Any:

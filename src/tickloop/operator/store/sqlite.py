@@ -48,9 +48,10 @@ class SQLiteStore(SqlStore):
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             # foreign_keys: SQLite leaves them off by default; every row must belong to a profile.
             conn.execute("PRAGMA foreign_keys=ON")
-            # synchronous=NORMAL is durable across process crashes in WAL mode (not power loss of
-            # the last commit), and keeps a commit from costing a full fsync.
-            conn.execute("PRAGMA synchronous=NORMAL")
+            # synchronous=FULL: a commit is fsynced before it returns. DESIGN.md's contract is that a
+            # record is durable before anything acts on it; an executor acts on its claim at once,
+            # and NORMAL could lose the last commits (a claim, a spend) to a power cut.
+            conn.execute("PRAGMA synchronous=FULL")
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open SQLite store {self.url}: {exc}") from None
         return conn

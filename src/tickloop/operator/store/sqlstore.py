@@ -393,23 +393,25 @@ class SqlStore(Store):
         handoff: bool = False,
     ) -> Intent:
         target = check_ending(status)
+        froms = sorted(machine.sources_of(target) & {IntentStatus.CLAIMED, IntentStatus.SENDING})
         with self._write() as tx:
-            found = tx.one("get_intent", profile=profile, id=intent_id)
-            if found is None:
-                raise NotFoundError(f"no intent {intent_id} in profile {profile!r}")
-            prior = check_finishable(intent_id, IntentStatus(found["status"]), target)
             row = tx.one(
                 "finish_intent",
                 profile=profile,
                 id=intent_id,
                 status=target,
-                expected=prior,
+                from_a=froms[0],
+                from_b=froms[-1],
                 owner=owner,
                 result=None if result is None else dumps("result", result),
                 handoff=handoff,
                 now=now,
             )
-            if row is None:
+            if row is None:  # say why: gone, not finishable, an illegal ending, or someone else's claim
+                found = tx.one("get_intent", profile=profile, id=intent_id)
+                if found is None:
+                    raise NotFoundError(f"no intent {intent_id} in profile {profile!r}")
+                prior = check_finishable(intent_id, IntentStatus(found["status"]), target)
                 self._claim_lost(tx, profile, intent_id, owner, prior)
         assert row is not None
         return rows.intent(row)

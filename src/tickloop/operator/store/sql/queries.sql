@@ -137,8 +137,9 @@ WHERE profile = :profile AND id = :id AND status = 'claimed' AND claim_owner = :
 RETURNING *;
 
 -- name: finish_intent
+-- :from_a and :from_b are the statuses this ending may come from (claimed and/or sending).
 UPDATE intents SET status = :status, result = :result, handoff = :handoff, updated_at = :now
-WHERE profile = :profile AND id = :id AND status = :expected AND claim_owner = :owner
+WHERE profile = :profile AND id = :id AND status IN (:from_a, :from_b) AND claim_owner = :owner
 RETURNING *;
 
 -- name: reap_stuck

@@ -69,10 +69,11 @@ CREATE TABLE intents (
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL
 );
+-- Claims, listings by status and the tried-and-failed list all read by (profile, status). Few
+-- indexes on purpose: every status change pays for each index it touches.
 CREATE INDEX intents_status ON intents(profile, status, id);
-CREATE INDEX intents_updated ON intents(profile, updated_at);
--- The reaper scans in-flight claims across profiles.
-CREATE INDEX intents_inflight ON intents(status, claimed_at);
+-- The reaper scans in-flight claims across profiles; partial, so only `sending` rows pay for it.
+CREATE INDEX intents_inflight ON intents(claimed_at) WHERE status = 'sending';
 
 CREATE TABLE decisions (
     id INTEGER PRIMARY KEY,
