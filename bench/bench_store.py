@@ -77,6 +77,8 @@ def _raw_update_rate(url: str, seconds: float) -> float:
 
 def _throughput(backend: str, url: str, *, quick: bool) -> None:
     n = 600 if quick else 4000
+    # The baseline is measured before and after, and the better figure kept: a shared, noisy
+    # machine should make the ratio look worse, never better.
     baseline = _raw_update_rate(url, 0.5 if quick else 2.0)
     with open_store(url) as store:
         store.create_profile("one", now=T0)
@@ -87,12 +89,14 @@ def _throughput(backend: str, url: str, *, quick: bool) -> None:
         {"url": url, "profile": "one", "owner": "ex", "finish": "complete", "start_at": 0, "batch": 10}
     )
     one = len(done["ids"]) / (time.perf_counter() - started)
+    baseline = max(baseline, _raw_update_rate(url, 0.5 if quick else 2.0))
     report(f"{backend}: claim+complete, 1 process", one, baseline, target=">= 0.5")
     seed_intents(url, "four", n)
     job = {"url": url, "profile": "four", "finish": "complete", "batch": 10}
     results = run_processes([("claim", {**job, "owner": f"ex-{k}"}) for k in range(4)])
     total = sum(len(r["ids"]) for r in results)
     four = total / max(r["seconds"] for r in results)
+    baseline = max(baseline, _raw_update_rate(url, 0.5 if quick else 2.0))
     report(f"{backend}: claim+complete, 4 processes", four, baseline, target=">= 0.5")
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tickloop.operator.store.memory import MemoryStore
 from tickloop.testing import FakeClock, LedgerCapture
 from tickloop.testing.postgres import create_schema, drop_schema, find_server
 
@@ -51,6 +52,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if os.environ.get("CI") == "true" and report.skipped and not hasattr(report, "wasxfail"):
         report.outcome = "failed"
         report.longrepr = f"skipped under CI=true (counts as a failure): {report.longrepr}"
+
+
+@pytest.fixture
+def operator_store() -> Iterator[MemoryStore]:
+    """The default store fixture for operator tests: in memory, empty, its state inspectable."""
+    store = MemoryStore()
+    yield store
+    store.close()
 
 
 @pytest.fixture(scope="session")

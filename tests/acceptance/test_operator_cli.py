@@ -153,6 +153,8 @@ def test_sql_metacharacters_are_kept_verbatim(cli: Cli) -> None:
             "JSON object",
         ),
         (["task", "add", " ", "--profile", "me"], "must not be empty"),
+        (["approve", "99999999999999999999", "--profile", "me"], "not in the range"),
+        (["deny", "--profile", "me", "--", "-3"], "not in the range"),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message(cli: Cli, args: list[str], message: str) -> None:

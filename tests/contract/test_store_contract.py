@@ -323,6 +323,15 @@ def test_intent_from_another_profile_is_not_found(store: Store, op: str) -> None
     assert store.get_intent("p", intent_id).status is S.REQUIRES_APPROVAL
 
 
+@pytest.mark.parametrize("bad_id", [-1, 0, 2**63, 10**30])
+def test_impossible_ids_are_refused_cleanly(store: Store, bad_id: int) -> None:
+    """Negative, zero and out-of-range ids give a store error, never a driver crash."""
+    with pytest.raises((NotFoundError, ValidationError)):
+        store.get_intent("p", bad_id)
+    with pytest.raises((NotFoundError, ValidationError)):
+        store.decide("p", bad_id, DecisionKind.APPROVE, by="x", now=NOW)
+
+
 def test_unknown_ids_are_not_found(store: Store) -> None:
     """Ids that were never issued are reported as not found, not as crashes."""
     for call in (

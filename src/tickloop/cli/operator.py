@@ -32,6 +32,8 @@ profile_option = click.option(
     help="Whose operator (env TICKLOOP_PROFILE).",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+#: Row ids are positive 64-bit integers; anything else cannot name a row.
+ROW_ID = click.IntRange(1, 2**63 - 1)
 
 
 def _now() -> datetime:
@@ -201,7 +203,7 @@ def goal_set(*, profile: str, title: str, body: str, activate: bool, as_json: bo
 
 @goal.command("activate")
 @profile_option
-@click.argument("version", type=int)
+@click.argument("version", type=ROW_ID)
 def goal_activate(profile: str, version: int) -> None:
     """Make VERSION the active goal model (the previous one is retired)."""
     with _profile_store(profile) as store:
@@ -234,7 +236,7 @@ def task() -> None:
 @task.command("add")
 @profile_option
 @click.argument("title")
-@click.option("--priority", type=int, default=0, show_default=True)
+@click.option("--priority", type=click.IntRange(-1_000_000, 1_000_000), default=0, show_default=True)
 @click.option("--notes", default="")
 @json_option
 def task_add(*, profile: str, title: str, priority: int, notes: str, as_json: bool) -> None:
@@ -257,7 +259,7 @@ def _set_task(profile: str, task_id: int, status: TaskStatus) -> None:
 
 @task.command("block")
 @profile_option
-@click.argument("task_id", type=int)
+@click.argument("task_id", type=ROW_ID)
 def task_block(profile: str, task_id: int) -> None:
     """Mark a task blocked (its plan steps become blocked, never done)."""
     _set_task(profile, task_id, TaskStatus.BLOCKED)
@@ -265,7 +267,7 @@ def task_block(profile: str, task_id: int) -> None:
 
 @task.command("done")
 @profile_option
-@click.argument("task_id", type=int)
+@click.argument("task_id", type=ROW_ID)
 def task_done(profile: str, task_id: int) -> None:
     """Mark a task done."""
     _set_task(profile, task_id, TaskStatus.DONE)
@@ -366,7 +368,7 @@ def _person() -> str:
 
 @operator.command()
 @profile_option
-@click.argument("intent_id", type=int)
+@click.argument("intent_id", type=ROW_ID)
 @click.option("--note", default="", help="Why.")
 @click.option("--by", default=None, help="Who decided (default: the login name).")
 @json_option
@@ -379,7 +381,7 @@ def approve(*, profile: str, intent_id: int, note: str, by: str | None, as_json:
 
 @operator.command()
 @profile_option
-@click.argument("intent_id", type=int)
+@click.argument("intent_id", type=ROW_ID)
 @click.option("--note", default="", help="Why.")
 @click.option("--by", default=None, help="Who decided (default: the login name).")
 @json_option

@@ -10,12 +10,13 @@ from enum import Enum
 from importlib import resources
 from typing import Any, Protocol
 
-from tickloop.errors import StoreError
+from tickloop.errors import StoreError, ValidationError
 from tickloop.operator.domain import check_text
 from tickloop.operator.store._rows import Row
 
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 _PARAM = re.compile(r"(?<![:\w]):(\w+)")
+_INT64 = (-(2**63), 2**63 - 1)
 
 
 def load_queries(dialect: str) -> dict[str, str]:
@@ -54,6 +55,8 @@ def check_params(params: Mapping[str, Any], adapt_time: Callable[[datetime], Any
         value = raw.value if isinstance(raw, Enum) else raw
         if isinstance(value, str):
             value = check_text(key, value)
+        elif isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
+            raise ValidationError(f"{key}: {value} is out of range for a 64-bit integer")
         elif isinstance(value, datetime):
             value = adapt_time(value)
         out[key] = value
