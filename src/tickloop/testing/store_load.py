@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from tickloop.clock import utc_iso
@@ -156,7 +157,18 @@ def reap_worker(args: dict[str, Any]) -> Any:
     return reaped
 
 
+def lock_worker(args: dict[str, Any]) -> Any:
+    """Take the tick lock, touch ``marker`` once held, then hold it for ``hold_s`` seconds."""
+    store = open_store(args["url"], migrate=False)
+    with store.tick_lock(args["profile"], args["kind"], owner=args["owner"], now=T0) as held:
+        Path(args["marker"]).write_text("held" if held else "refused", encoding="utf-8")
+        time.sleep(args["hold_s"] if held else 0)
+    store.close()
+    return held
+
+
 WORKERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "lock": lock_worker,
     "claim": claim_worker,
     "spend": spend_worker,
     "finish": finish_worker,
@@ -175,6 +187,11 @@ def run_processes(jobs: Sequence[tuple[str, dict[str, Any]]], *, lead_s: float =
             raise RuntimeError(f"worker failed ({proc.returncode}): {err[-2000:]}")
         results.append(json.loads(out))
     return results
+
+
+def start_process(kind: str, args: dict[str, Any]) -> subprocess.Popen[str]:
+    """Start one worker now, without waiting for it."""
+    return _start(kind, {**args, "start_at": 0})
 
 
 def _start(kind: str, args: dict[str, Any]) -> subprocess.Popen[str]:

@@ -507,7 +507,6 @@ class MemoryStore(Store):
             return made
 
     def search_notes(self, profile: str, query: str, *, limit: int = 20) -> list[MemoryNote]:
-        _checked(query=query)
         wanted = set(search_tokens(query))
         if not wanted:
             return []
