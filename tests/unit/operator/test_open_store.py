@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import tickloop.operator.store as store_package
 from tickloop.errors import StoreError
 from tickloop.operator.store import default_sqlite_path, open_store, redact_url
 from tickloop.operator.store.memory import MemoryStore
@@ -75,3 +76,9 @@ def test_sqlite_store_does_not_import_psycopg(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_store_package_exports_are_its_public_names() -> None:
+    """`tickloop.operator.store.__all__` names the public API, and every name in it exists."""
+    assert set(store_package.__all__) == {"EPOCH", "Store", "default_sqlite_path", "open_store", "redact_url"}
+    assert all(hasattr(store_package, name) for name in store_package.__all__)

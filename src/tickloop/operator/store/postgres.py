@@ -82,7 +82,11 @@ class PostgresStore(SqlStore):
     # -- migrations ---------------------------------------------------------------------------------
 
     def migrate(self, *, target: int | None = None) -> list[int]:
-        applied = []
+        applied: list[int] = []
+        pending = [m for m in migrations("postgres") if target is None or m[0] <= target]
+        current = self.schema_version()
+        if all(version <= current for version, _, _ in pending):
+            return applied  # up to date: no lock, no DDL, on every one-shot tick's open
         with self._pool.connection() as conn, conn.transaction():
             # One migrator at a time per database; the others wait, then find nothing to do.
             cur = conn.cursor(row_factory=dict_row)
@@ -92,8 +96,8 @@ class PostgresStore(SqlStore):
                 "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL)"
             )
             done = {r["version"] for r in cur.execute("SELECT version FROM tickloop_migrations").fetchall()}
-            for version, name, sql in migrations("postgres"):
-                if version in done or (target is not None and version > target):
+            for version, name, sql in pending:
+                if version in done:
                     continue
                 try:
                     cur.execute(sql.encode("utf-8"))

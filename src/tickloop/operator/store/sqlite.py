@@ -10,8 +10,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tickloop.clock import utc_iso
 from tickloop.errors import ConflictError, NotFoundError, StoreError
+from tickloop.operator.store._rows import iso
 from tickloop.operator.store._sql import Tx, load_queries, migrations
 from tickloop.operator.store.sqlstore import SqlStore
 
@@ -68,7 +68,7 @@ class SQLiteStore(SqlStore):
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite store {self.url}: cannot begin a transaction: {exc}") from None
             try:
-                yield Tx(self._conn, self._queries, utc_iso, _translate)
+                yield Tx(self._conn, self._queries, iso, _translate)
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
@@ -94,10 +94,11 @@ class SQLiteStore(SqlStore):
 
     def migrate(self, *, target: int | None = None) -> list[int]:
         applied = []
+        current = self.schema_version()  # a plain read: an up-to-date store takes no write lock
         for version, name, sql in migrations("sqlite"):
             if target is not None and version > target:
                 break
-            if self._apply(version, name, sql):
+            if version > current and self._apply(version, name, sql):
                 applied.append(version)
         return applied
 
