@@ -366,9 +366,22 @@ def test_progress_rows_newest_first_by_kind(store: Store) -> None:
 
 
 def test_progress_for_unknown_intent_is_refused(store: Store) -> None:
-    """A progress row may only point at an intent that exists."""
+    """A progress row may only point at an intent that exists in its own profile."""
     with pytest.raises(NotFoundError):
         store.record_progress("p", NewProgress("fast", Outcome.FAILED, NOW, NOW, intent_id=424242))
+    theirs = store.stage_intent("q", NewIntent("note", "theirs"), now=NOW)
+    with pytest.raises(NotFoundError):
+        store.record_progress("p", NewProgress("fast", Outcome.FAILED, NOW, NOW, intent_id=theirs.id))
+    assert store.recent_progress("p") == []
+
+
+def test_plan_step_cannot_link_another_profiles_task(store: Store) -> None:
+    """A plan step may only link a task on its own profile's board."""
+    goal = store.add_goal_model("p", title="g", now=NOW)
+    theirs = store.add_task("q", "theirs", now=NOW)
+    with pytest.raises(NotFoundError):
+        store.replace_plan("p", goal.version, [NewPlanStep("x", theirs.id)], now=NOW)
+    assert store.list_plan("p", goal.version) == []
 
 
 def test_observations_deduplicate_per_profile(store: Store) -> None:

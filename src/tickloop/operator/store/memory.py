@@ -220,8 +220,7 @@ class MemoryStore(Store):
         with self._lock:
             self.get_goal_model(profile, goal_version)
             for task_id in (s.task_id for s in steps if s.task_id is not None):
-                if task_id not in self.tasks:
-                    raise NotFoundError(f"profile {profile!r} (or a row this refers to) does not exist")
+                self.get_task(profile, task_id)
             kept = self.list_plan(profile, goal_version)
             for old in kept:
                 if old.status is StepStatus.PENDING:
@@ -443,8 +442,8 @@ class MemoryStore(Store):
         _checked(tick_kind=row.tick_kind, state_hash=row.state_hash, error=row.error, detail=row.detail)
         with self._lock:
             self._profile(profile)
-            if row.intent_id is not None and row.intent_id not in self.intents:
-                raise NotFoundError(f"profile {profile!r} (or a row this refers to) does not exist")
+            if row.intent_id is not None:
+                self.get_intent(profile, row.intent_id)
             made = ProgressRow(
                 self._next_id(), profile, row.tick_kind, row.outcome, row.state_hash, row.intent_id,
                 row.error, row.detail, _utc(row.started_at), _utc(row.ended_at),

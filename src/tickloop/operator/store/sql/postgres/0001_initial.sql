@@ -29,7 +29,9 @@ CREATE TABLE tasks (
     status TEXT NOT NULL CHECK (status IN ('todo', 'doing', 'blocked', 'done')),
     notes TEXT NOT NULL,
     created_at TIMESTAMPTZ NOT NULL,
-    updated_at TIMESTAMPTZ NOT NULL
+    updated_at TIMESTAMPTZ NOT NULL,
+    -- Lets a plan step require a task of its own profile (a composite foreign key).
+    UNIQUE (id, profile)
 );
 CREATE INDEX tasks_profile ON tasks(profile, status);
 
@@ -39,10 +41,11 @@ CREATE TABLE plan_steps (
     goal_version INTEGER NOT NULL,
     position INTEGER NOT NULL,
     title TEXT NOT NULL,
-    task_id BIGINT REFERENCES tasks(id),
+    task_id BIGINT,
     status TEXT NOT NULL CHECK (status IN ('pending', 'done', 'blocked', 'skipped')),
     updated_at TIMESTAMPTZ NOT NULL,
-    FOREIGN KEY (profile, goal_version) REFERENCES goal_models(profile, version)
+    FOREIGN KEY (profile, goal_version) REFERENCES goal_models(profile, version),
+    FOREIGN KEY (task_id, profile) REFERENCES tasks(id, profile)
 );
 CREATE INDEX plan_steps_goal ON plan_steps(profile, goal_version, status, position);
 
@@ -67,7 +70,9 @@ CREATE TABLE intents (
     origin_tick TEXT NOT NULL,
     origin_tainted BOOLEAN NOT NULL,
     created_at TIMESTAMPTZ NOT NULL,
-    updated_at TIMESTAMPTZ NOT NULL
+    updated_at TIMESTAMPTZ NOT NULL,
+    -- Lets decisions and progress rows require an intent of their own profile.
+    UNIQUE (id, profile)
 );
 -- Claims, listings by status and the tried-and-failed list all read by (profile, status). Few
 -- indexes on purpose: every status change pays for each index it touches.
@@ -78,11 +83,12 @@ CREATE INDEX intents_inflight ON intents(claimed_at) WHERE status = 'sending';
 CREATE TABLE decisions (
     id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     profile TEXT NOT NULL REFERENCES profiles(name),
-    intent_id BIGINT NOT NULL REFERENCES intents(id),
+    intent_id BIGINT NOT NULL,
     kind TEXT NOT NULL CHECK (kind IN ('approve', 'deny')),
     by_whom TEXT NOT NULL,
     note TEXT NOT NULL,
-    decided_at TIMESTAMPTZ NOT NULL
+    decided_at TIMESTAMPTZ NOT NULL,
+    FOREIGN KEY (intent_id, profile) REFERENCES intents(id, profile)
 );
 
 CREATE TABLE progress (
@@ -92,11 +98,12 @@ CREATE TABLE progress (
     outcome TEXT NOT NULL CHECK (outcome IN
         ('done', 'staged', 'noop', 'refused', 'gate_stop', 'blocked', 'failed', 'interrupted')),
     state_hash TEXT NOT NULL,
-    intent_id BIGINT REFERENCES intents(id),
+    intent_id BIGINT,
     error TEXT NOT NULL,
     detail TEXT NOT NULL,
     started_at TIMESTAMPTZ NOT NULL,
-    ended_at TIMESTAMPTZ NOT NULL
+    ended_at TIMESTAMPTZ NOT NULL,
+    FOREIGN KEY (intent_id, profile) REFERENCES intents(id, profile)
 );
 -- Ticks read the newest rows; these keep that independent of the history's length.
 CREATE INDEX progress_recent ON progress(profile, id);
