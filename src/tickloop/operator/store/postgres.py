@@ -41,7 +41,8 @@ class PostgresStore(SqlStore):
             conninfo,
             min_size=1,
             max_size=max_size,
-            kwargs={"row_factory": dict_row, "connect_timeout": max(1, int(timeout))},
+            # autocommit: reads are one round trip; writes open an explicit transaction().
+            kwargs={"row_factory": dict_row, "connect_timeout": max(1, int(timeout)), "autocommit": True},
             open=False,
             timeout=timeout,
             name="tickloop-store",
@@ -61,20 +62,25 @@ class PostgresStore(SqlStore):
         self._pool.close()
 
     @contextmanager
-    def _transaction(self) -> Iterator[Tx]:
+    def _transaction(self, *, write: bool) -> Iterator[Tx]:
         try:
-            with self._pool.connection() as conn, conn.transaction():
-                yield Tx(conn, self._queries, _same, _translate)
+            with self._pool.connection() as conn:
+                if not write:  # one statement, one round trip: autocommit needs no BEGIN/COMMIT
+                    yield Tx(conn, self._queries, _same, _translate)
+                    return
+                with conn.transaction():
+                    yield Tx(conn, self._queries, _same, _translate)
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise StoreError(f"PostgreSQL store {self.url}: {exc}") from None
 
     def _write(self) -> AbstractContextManager[Tx]:
         # READ COMMITTED is enough: every write is a conditional UPDATE whose WHERE PostgreSQL
         # re-checks against the newest row version after waiting for a concurrent writer.
-        return self._transaction()
+        return self._transaction(write=True)
 
     def _read(self) -> AbstractContextManager[Tx]:
-        return self._transaction()
+        # Every read operation is a single statement, which is its own consistent snapshot.
+        return self._transaction(write=False)
 
     def _fts_query(self, tokens: list[str]) -> str:
         return " ".join(tokens)  # plainto_tsquery ANDs the words and parses no operators
@@ -133,7 +139,6 @@ class PostgresStore(SqlStore):
         # A session advisory lock lives on one connection: hold that connection for the whole tick.
         # If the process dies the server drops the session and the lock with it, so no lease needed.
         with self._pool.connection() as conn:
-            conn.autocommit = True
             tx = Tx(conn, self._queries, _same, _translate)
             held = bool((tx.one("try_tick_lock", profile=profile, tick_kind=tick_kind) or {}).get("got"))
             try:
@@ -141,7 +146,6 @@ class PostgresStore(SqlStore):
             finally:
                 if held:
                     tx.one("drop_tick_lock", profile=profile, tick_kind=tick_kind)
-                conn.autocommit = False
 
 
 def _probe(conninfo: str, url: str, timeout: float) -> None:
