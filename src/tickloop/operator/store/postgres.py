@@ -78,6 +78,11 @@ class PostgresStore(SqlStore):
         # re-checks against the newest row version after waiting for a concurrent writer.
         return self._transaction(write=True)
 
+    def _write_one(self) -> AbstractContextManager[Tx]:
+        # One statement in autocommit is atomic on its own and keeps the same compare-and-set
+        # semantics; it saves the BEGIN and COMMIT round trips on the executor's hot path.
+        return self._transaction(write=False)
+
     def _read(self) -> AbstractContextManager[Tx]:
         # Every read operation is a single statement, which is its own consistent snapshot.
         return self._transaction(write=False)

@@ -56,6 +56,11 @@ class SqlStore(Store):
     def _read(self) -> AbstractContextManager[Tx]:
         """A read-only transaction."""
 
+    def _write_one(self) -> AbstractContextManager[Tx]:
+        """For a write that is ONE statement (plus reads that only explain a lost compare-and-set):
+        a backend may run it as its own implicit transaction. The default is ``_write``."""
+        return self._write()
+
     @abstractmethod
     def _fts_query(self, tokens: list[str]) -> str:
         """The backend's full-text query for these words (all must match)."""
@@ -65,7 +70,7 @@ class SqlStore(Store):
     def create_profile(
         self, name: str, *, now: datetime, display_name: str = "", timezone: str = "UTC"
     ) -> Profile:
-        with self._write() as tx:
+        with self._write_one() as tx:
             row = tx.one("create_profile", name=name, display_name=display_name, timezone=timezone, now=now)
         if row is None:
             raise ConflictError(f"profile {name!r} already exists")
@@ -89,7 +94,7 @@ class SqlStore(Store):
     def add_goal_model(
         self, profile: str, *, title: str, now: datetime, body: str = "", data: dict[str, Any] | None = None
     ) -> GoalModel:
-        with self._write() as tx:
+        with self._write_one() as tx:
             row = tx.one(
                 "add_goal_model",
                 profile=profile,
@@ -135,7 +140,7 @@ class SqlStore(Store):
     def add_task(
         self, profile: str, title: str, *, now: datetime, priority: int = 0, notes: str = ""
     ) -> Task:
-        with self._write() as tx:
+        with self._write_one() as tx:
             row = tx.one("add_task", profile=profile, title=title, priority=priority, notes=notes, now=now)
         assert row is not None
         return rows.task(row)
@@ -221,7 +226,7 @@ class SqlStore(Store):
         now: datetime,
         expected: StepStatus = StepStatus.PENDING,
     ) -> PlanStep:
-        with self._write() as tx:
+        with self._write_one() as tx:
             row = tx.one(
                 "set_step_status", profile=profile, id=step_id, status=status, expected=expected, now=now
             )
@@ -234,7 +239,7 @@ class SqlStore(Store):
     # -- intents ------------------------------------------------------------------------------------
 
     def stage_intent(self, profile: str, intent: NewIntent, *, now: datetime) -> Intent:
-        with self._write() as tx:
+        with self._write_one() as tx:
             row = tx.one(
                 "stage_intent",
                 profile=profile,
@@ -273,7 +278,7 @@ class SqlStore(Store):
         self, profile: str, intent_id: int, verdict: Verdict, reasons: Sequence[str], *, now: datetime
     ) -> Intent:
         target = machine.VERDICT_STATUS[Verdict(verdict)]
-        with self._write() as tx:
+        with self._write_one() as tx:
             row = tx.one(
                 "record_verdict",
                 profile=profile,
@@ -295,7 +300,7 @@ class SqlStore(Store):
         self, profile: str, intent_id: int, expected: IntentStatus, target: IntentStatus, *, now: datetime
     ) -> Intent:
         machine.check_transition(expected, target)
-        with self._write() as tx:
+        with self._write_one() as tx:
             row = tx.one(
                 "move_intent", profile=profile, id=intent_id, status=target, expected=expected, now=now
             )
@@ -352,12 +357,12 @@ class SqlStore(Store):
     def claim_intents(
         self, profile: str, *, owner: str, now: datetime, limit: int = 10, since: datetime = EPOCH
     ) -> list[Intent]:
-        with self._write() as tx:
+        with self._write_one() as tx:
             found = tx.rows("claim_intents", profile=profile, owner=owner, now=now, limit=limit, since=since)
         return sorted((rows.intent(r) for r in found), key=lambda i: i.id)
 
     def release_claim(self, profile: str, intent_id: int, *, owner: str, now: datetime) -> Intent:
-        with self._write() as tx:
+        with self._write_one() as tx:
             row = tx.one("release_claim", profile=profile, id=intent_id, owner=owner, now=now)
             if row is None:
                 self._claim_lost(tx, profile, intent_id, owner, IntentStatus.CLAIMED)
@@ -365,7 +370,7 @@ class SqlStore(Store):
         return rows.intent(row)
 
     def mark_sending(self, profile: str, intent_id: int, *, owner: str, now: datetime) -> Intent:
-        with self._write() as tx:
+        with self._write_one() as tx:
             row = tx.one("mark_sending", profile=profile, id=intent_id, owner=owner, now=now)
             if row is None:
                 self._claim_lost(tx, profile, intent_id, owner, IntentStatus.CLAIMED)
@@ -394,7 +399,7 @@ class SqlStore(Store):
     ) -> Intent:
         target = check_ending(status)
         froms = sorted(machine.sources_of(target) & {IntentStatus.CLAIMED, IntentStatus.SENDING})
-        with self._write() as tx:
+        with self._write_one() as tx:
             row = tx.one(
                 "finish_intent",
                 profile=profile,
@@ -417,7 +422,7 @@ class SqlStore(Store):
         return rows.intent(row)
 
     def reap_stuck(self, *, cutoff: datetime, now: datetime, profile: str | None = None) -> list[int]:
-        with self._write() as tx:
+        with self._write_one() as tx:
             if profile is None:
                 found = tx.rows("reap_stuck", cutoff=cutoff, now=now)
             else:
@@ -433,7 +438,7 @@ class SqlStore(Store):
     # -- progress -----------------------------------------------------------------------------------
 
     def record_progress(self, profile: str, row: NewProgress) -> ProgressRow:
-        with self._write() as tx:
+        with self._write_one() as tx:
             made = tx.one(
                 "record_progress",
                 profile=profile,
@@ -471,7 +476,7 @@ class SqlStore(Store):
         now: datetime,
         tainted: bool = True,
     ) -> Observation | None:
-        with self._write() as tx:
+        with self._write_one() as tx:
             row = tx.one(
                 "add_observation",
                 profile=profile,
@@ -493,7 +498,7 @@ class SqlStore(Store):
     def add_note(
         self, profile: str, text: str, *, now: datetime, source: str = "", tainted: bool = False
     ) -> MemoryNote:
-        with self._write() as tx:
+        with self._write_one() as tx:
             row = tx.one("add_note", profile=profile, text=text, source=source, tainted=tainted, now=now)
         assert row is not None
         return rows.note(row)
@@ -570,7 +575,7 @@ class SqlStore(Store):
         body: str = "",
         intent_id: int | None = None,
     ) -> Notification:
-        with self._write() as tx:
+        with self._write_one() as tx:
             row = tx.one(
                 "log_notification",
                 profile=profile,
@@ -606,7 +611,7 @@ class SqlStore(Store):
         since: datetime | None = None,
         last_notified_at: datetime | None = None,
     ) -> ConditionState:
-        with self._write() as tx:
+        with self._write_one() as tx:
             row = tx.one(
                 "put_condition",
                 profile=profile,
@@ -620,7 +625,7 @@ class SqlStore(Store):
         return rows.condition(row)
 
     def add_state_of_play(self, profile: str, text: str, *, now: datetime) -> StateOfPlay:
-        with self._write() as tx:
+        with self._write_one() as tx:
             row = tx.one("add_state_of_play", profile=profile, text=text, now=now)
         assert row is not None
         return rows.state_of_play(row)
