@@ -81,26 +81,36 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _server_user_prefix() -> list[str] | None:
+    """``[]`` when we may run the server ourselves; ``runuser -u postgres --`` as root; else None."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return []
+    import pwd  # noqa: PLC0415  (POSIX only)
+
+    try:
+        pwd.getpwnam("postgres")
+    except KeyError:
+        return None
+    runuser = shutil.which("runuser")
+    return None if runuser is None else [runuser, "-u", "postgres", "--"]
+
+
 def start_throwaway() -> tuple[str | None, str]:
     """Start a private server from installed binaries; (url, "") or (None, why not)."""
-    binaries = _binaries()
+    binaries, prefix = _binaries(), _server_user_prefix()
     if binaries is None:
         return None, "no initdb/pg_ctl found under /usr/lib/postgresql/*/bin or on PATH"
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        return None, "initdb refuses to run as root"
-    initdb, pg_ctl = binaries
+    if prefix is None:
+        return None, "initdb refuses to run as root and there is no `postgres` user to run it as"
+    initdb, pg_ctl = [*prefix, binaries[0]], [*prefix, binaries[1]]
     data = Path(tempfile.mkdtemp(prefix="tickloop-pg-"))
+    if prefix:
+        shutil.chown(data, user="postgres")
     port = _free_port()
+    options = f"-p {port} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off"
     try:
-        subprocess.run(  # noqa: S603  (installed binaries, argument list, no shell)
-            [initdb, "-D", str(data / "db"), "-U", "postgres", "--auth=trust", "-E", "UTF8"],
-            check=True, capture_output=True, timeout=120,
-        )  # fmt: skip
-        options = f"-p {port} -k {data} -c listen_addresses=127.0.0.1 -c fsync=off"
-        subprocess.run(  # noqa: S603  (installed binaries, argument list, no shell)
-            [pg_ctl, "-D", str(data / "db"), "-o", options, "-l", str(data / "log"), "-w", "start"],
-            check=True, capture_output=True, timeout=120,
-        )  # fmt: skip
+        _run([*initdb, "-D", str(data / "db"), "-U", "postgres", "--auth=trust", "-E", "UTF8"])
+        _run([*pg_ctl, "-D", str(data / "db"), "-o", options, "-l", str(data / "log"), "-w", "start"])
     except (subprocess.SubprocessError, OSError) as exc:
         shutil.rmtree(data, ignore_errors=True)
         return None, f"throwaway server did not start: {exc}"
@@ -108,10 +118,13 @@ def start_throwaway() -> tuple[str | None, str]:
     return f"postgresql://postgres@127.0.0.1:{port}/postgres", ""
 
 
-def _stop(pg_ctl: str, data: Path) -> None:
-    subprocess.run(  # noqa: S603  (installed binaries, argument list, no shell)
-        [pg_ctl, "-D", str(data / "db"), "-m", "immediate", "stop"], capture_output=True, check=False
-    )
+def _run(argv: list[str]) -> None:
+    subprocess.run(argv, check=True, capture_output=True, timeout=120)  # noqa: S603  (installed binaries, no shell)
+
+
+def _stop(pg_ctl: list[str], data: Path) -> None:
+    stop = [*pg_ctl, "-D", str(data / "db"), "-m", "immediate", "stop"]
+    subprocess.run(stop, capture_output=True, check=False)  # noqa: S603  (installed binary, no shell)
     shutil.rmtree(data, ignore_errors=True)
 
 
