@@ -10,17 +10,17 @@ import dataclasses
 import getpass
 import json
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from tickloop.clock import SystemClock, utc_iso
 from tickloop.errors import ValidationError
 from tickloop.operator.domain import DecisionKind, IntentStatus, NewIntent, TaskStatus, Tier
 from tickloop.operator.store import Store
+from tickloop.operator.store._rows import iso as utc_iso
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,7 +37,8 @@ ROW_ID = click.IntRange(1, 2**63 - 1)
 
 
 def _now() -> datetime:
-    return SystemClock().now()
+    # The CLI is the edge where time enters; tickloop.clock is not imported (it pulls in asyncio).
+    return datetime.now(UTC)
 
 
 def _store() -> Store:
