@@ -60,6 +60,8 @@ def iso(moment: datetime) -> str:
 
 def ts(value: Any) -> datetime:
     """A stored time as an aware UTC datetime."""
+    if isinstance(value, str) and value.endswith("Z"):
+        return datetime.fromisoformat(value)  # SQLite's own format: already UTC
     moment = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
     return moment.astimezone(UTC)
 

@@ -44,6 +44,12 @@ from tickloop.operator.store._rows import dumps
 from tickloop.operator.store._sql import Tx
 from tickloop.operator.store.base import EPOCH, Store, search_tokens
 
+#: For each way a claim may end, the statuses it may end from (claimed and/or sending).
+_FINISH_FROM = {
+    end: sorted(machine.sources_of(end) & {IntentStatus.CLAIMED, IntentStatus.SENDING})
+    for end in machine.ENDINGS
+}
+
 
 class SqlStore(Store):
     """Store operations over named SQL queries."""
@@ -398,7 +404,7 @@ class SqlStore(Store):
         handoff: bool = False,
     ) -> Intent:
         target = check_ending(status)
-        froms = sorted(machine.sources_of(target) & {IntentStatus.CLAIMED, IntentStatus.SENDING})
+        froms = _FINISH_FROM[target]
         with self._write_one() as tx:
             row = tx.one(
                 "finish_intent",

@@ -74,11 +74,17 @@ CREATE TABLE intents (
     -- Lets decisions and progress rows require an intent of their own profile.
     UNIQUE (id, profile)
 );
--- Claims, listings by status and the tried-and-failed list all read by (profile, status). Few
--- indexes on purpose: every status change pays for each index it touches.
-CREATE INDEX intents_status ON intents(profile, status, id);
--- The reaper scans in-flight claims across profiles; partial, so only `sending` rows pay for it.
+-- Every status change pays for each index entry it moves, so the indexes that name a status are
+-- partial: completing a claim (the executor's hot path) touches no index at all.
+-- Listings walk a profile's intents newest first.
+CREATE INDEX intents_recent ON intents(profile, id);
+-- Claims read only what is claimable.
+CREATE INDEX intents_claimable ON intents(profile, id) WHERE status IN ('ready', 'approved');
+-- The drift guard's tried-and-failed list.
+CREATE INDEX intents_failed ON intents(profile, id) WHERE status IN ('failed', 'needs_human', 'denied', 'blocked');
+-- The reaper scans in-flight claims, across profiles or for one.
 CREATE INDEX intents_inflight ON intents(claimed_at) WHERE status = 'sending';
+CREATE INDEX intents_inflight_profile ON intents(profile, claimed_at) WHERE status = 'sending';
 
 CREATE TABLE decisions (
     id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
