@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import random
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timedelta
@@ -64,7 +66,7 @@ class SQLiteStore(SqlStore):
     def _transaction(self, begin: str) -> Iterator[Tx]:
         with self._lock:
             try:
-                self._conn.execute(begin)
+                self._begin_immediate() if begin == "BEGIN IMMEDIATE" else self._conn.execute(begin)
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite store {self.url}: cannot begin a transaction: {exc}") from None
             try:
@@ -77,6 +79,32 @@ class SQLiteStore(SqlStore):
             except sqlite3.Error as exc:
                 self._conn.execute("ROLLBACK")
                 raise StoreError(f"SQLite store {self.url}: commit failed: {exc}") from None
+
+    def _begin_immediate(self) -> None:
+        """BEGIN IMMEDIATE, waiting for another process's write lock in short, jittered steps.
+
+        SQLite's own busy handler sleeps 1, 2, 5, 10, ... ms between tries, far longer than a write
+        here holds the lock (a fraction of a millisecond), so contending processes would mostly
+        sleep while the database sits idle. Only this BEGIN waits our way (busy_timeout is 0 just
+        for it); every other statement keeps SQLite's busy_timeout. The deadline uses the
+        monotonic clock: it bounds waiting, it is not business time.
+        """
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        delay = 0.0001
+        self._conn.execute("PRAGMA busy_timeout=0")
+        try:
+            while True:
+                try:
+                    self._conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) or time.monotonic() > deadline:
+                        raise
+                else:
+                    return
+                time.sleep(delay * (0.5 + random.random()))  # noqa: S311  (jitter, not secrets)
+                delay = min(delay * 2, 0.004)
+        finally:
+            self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
 
     def _write(self) -> AbstractContextManager[Tx]:
         # BEGIN IMMEDIATE takes the write lock before the first read, so a read-then-write (a claim,
