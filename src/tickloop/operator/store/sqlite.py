@@ -25,9 +25,17 @@ _RECORD = "INSERT INTO tickloop_migrations VALUES (?, ?, strftime('%Y-%m-%dT%H:%
 class SQLiteStore(SqlStore):
     """A store in one SQLite file, shared safely by many one-shot processes on one machine."""
 
-    def __init__(self, path: Path, *, url: str | None = None, migrate: bool = True) -> None:
-        self.url = url or f"sqlite:///{path}"
+    def __init__(
+        self,
+        path: Path,
+        *,
+        url: str | None = None,
+        migrate: bool = True,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    ) -> None:
+        self.url = url or f"sqlite://{path}"
         self.path = path
+        self.busy_timeout_ms = busy_timeout_ms
         self._queries = load_queries("sqlite")
         # One connection per store; the lock keeps a threaded caller from interleaving transactions.
         self._lock = threading.RLock()
@@ -40,14 +48,14 @@ class SQLiteStore(SqlStore):
             path.parent.mkdir(parents=True, exist_ok=True)
             # isolation_level=None: we issue BEGIN ourselves, so every write can be BEGIN IMMEDIATE.
             conn = sqlite3.connect(
-                path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+                path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout_ms / 1000
             )
             conn.row_factory = sqlite3.Row
             # WAL: readers never block the writer and the writer never blocks readers, so a monitor
             # or a CLI listing can read while a tick writes.
             conn.execute("PRAGMA journal_mode=WAL")
             # busy_timeout: a second process waits for the write lock instead of failing at once.
-            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
             # foreign_keys: SQLite leaves them off by default; every row must belong to a profile.
             conn.execute("PRAGMA foreign_keys=ON")
             # synchronous=FULL: a commit is fsynced before it returns. DESIGN.md's contract is that a
@@ -89,7 +97,7 @@ class SQLiteStore(SqlStore):
         for it); every other statement keeps SQLite's busy_timeout. The deadline uses the
         monotonic clock: it bounds waiting, it is not business time.
         """
-        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000
         delay = 0.0001
         self._conn.execute("PRAGMA busy_timeout=0")
         try:
@@ -104,7 +112,7 @@ class SQLiteStore(SqlStore):
                 time.sleep(delay * (0.5 + random.random()))  # noqa: S311  (jitter, not secrets)
                 delay = min(delay * 2, 0.004)
         finally:
-            self._conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            self._conn.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
 
     def _write(self) -> AbstractContextManager[Tx]:
         # BEGIN IMMEDIATE takes the write lock before the first read, so a read-then-write (a claim,
