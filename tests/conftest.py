@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tickloop.operator.store.memory import MemoryStore
 from tickloop.testing import FakeClock, LedgerCapture
+from tickloop.testing.postgres import create_schema, drop_schema, find_server
 
 
 @pytest.fixture(autouse=True)
@@ -50,3 +52,28 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if os.environ.get("CI") == "true" and report.skipped and not hasattr(report, "wasxfail"):
         report.outcome = "failed"
         report.longrepr = f"skipped under CI=true (counts as a failure): {report.longrepr}"
+
+
+@pytest.fixture
+def operator_store() -> Iterator[MemoryStore]:
+    """The default store fixture for operator tests: in memory, empty, its state inspectable."""
+    store = MemoryStore()
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> str:
+    """A PostgreSQL server URL (env, 127.0.0.1:5432, or a throwaway server); a loud skip if none."""
+    found = find_server()
+    if found.url is None:
+        pytest.skip("NO POSTGRESQL SERVER for the postgres tests; tried: " + "; ".join(found.tried))
+    return found.url
+
+
+@pytest.fixture
+def pg_url(pg_server: str) -> Iterator[str]:
+    """A store URL on the test server whose tables live in a fresh schema, dropped afterwards."""
+    schema, url = create_schema(pg_server)
+    yield url
+    drop_schema(pg_server, schema)

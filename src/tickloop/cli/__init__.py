@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "models": "tickloop.cli.models:models",
     "chat": "tickloop.cli.chat:chat",
     "sessions": "tickloop.cli.sessions:sessions",
+    "operator": "tickloop.cli.operator:operator",
 }
 
 EXIT_OK = 0

@@ -1,0 +1,406 @@
+"""``tickloop operator ...``: set up and inspect the operator's store (thin: parse, call, render).
+
+The store URL comes from ``TICKLOOP_STORE`` or ``[store] url`` in the config file, never from a
+flag: a PostgreSQL URL can carry a password, and argv is visible to every user on the machine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import getpass
+import json
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from enum import Enum
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from tickloop.errors import ValidationError
+from tickloop.operator.domain import DecisionKind, IntentStatus, NewIntent, TaskStatus, Tier
+from tickloop.operator.store import Store
+from tickloop.operator.store._rows import iso as utc_iso
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+profile_option = click.option(
+    "--profile",
+    envvar="TICKLOOP_PROFILE",
+    default="default",
+    show_default=True,
+    help="Whose operator (env TICKLOOP_PROFILE).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+#: Row ids are positive 64-bit integers; anything else cannot name a row.
+ROW_ID = click.IntRange(1, 2**63 - 1)
+
+
+def _now() -> datetime:
+    # The CLI is the edge where time enters; tickloop.clock is not imported (it pulls in asyncio).
+    return datetime.now(UTC)
+
+
+def _store() -> Store:
+    from tickloop.operator.service import open_configured_store  # noqa: PLC0415
+
+    return open_configured_store()
+
+
+def _profile_store(profile: str) -> Store:
+    """The store, after checking the profile exists (so every command names a wrong profile)."""
+    store = _store()
+    try:
+        store.get_profile(profile)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, datetime):
+        return utc_iso(value)
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def _emit_json(value: Any) -> None:
+    click.echo(json.dumps(_plain(value), ensure_ascii=True, indent=2, sort_keys=True))
+
+
+def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    from rich.console import Console  # noqa: PLC0415  (heavy; only a listing renders)
+    from rich.markup import escape  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
+    table = Table(title=escape(title))
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*(escape(_cell(v)) for v in row))
+    Console().print(table)
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return utc_iso(value)
+    text = str(value).encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+@click.group()
+def operator() -> None:
+    """Set up and inspect the operator's store: profiles, goals, board, plan, intents, progress.
+
+    The store is TICKLOOP_STORE (or [store] url): sqlite:///path, postgresql://..., memory://;
+    empty means a SQLite file in the user data directory.
+    """
+
+
+@operator.command()
+@profile_option
+@click.option("--goal", "goal_title", help="Title of the first goal model (made active).")
+@click.option("--body", default="", help="Goal model text.")
+@click.option("--display-name", default="", help="The person's name.")
+@click.option("--timezone", default="UTC", show_default=True, help="The person's IANA timezone.")
+@click.option(
+    "--from",
+    "from_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="TOML file: [profile] display_name, timezone; [goal] title, body, [goal.data].",
+)
+@json_option
+def init(
+    *,
+    profile: str,
+    goal_title: str | None,
+    body: str,
+    display_name: str,
+    timezone: str,
+    from_file: Path | None,
+    as_json: bool,
+) -> None:
+    """Create a profile and its first, active goal model."""
+    from tickloop.operator.service import InitSpec, init_profile, read_init_file  # noqa: PLC0415
+
+    if from_file is not None and goal_title is not None:
+        raise ValidationError("give either --from FILE or --goal TITLE, not both")
+    if from_file is None and goal_title is None:
+        raise ValidationError("say what the goal is: --goal TITLE or --from FILE.toml")
+    spec = (
+        read_init_file(from_file)
+        if from_file is not None
+        else InitSpec(str(goal_title), body, {}, display_name, timezone)
+    )
+    with _store() as store:
+        made, goal = init_profile(store, profile, spec, now=_now())
+    if as_json:
+        _emit_json({"profile": made, "goal": goal})
+    else:
+        click.echo(f"profile {made.name!r} created; goal model v{goal.version} active: {goal.title}")
+
+
+@operator.command()
+def migrate() -> None:
+    """Apply pending schema migrations (they also run on first use)."""
+    from tickloop.operator.service import open_configured_store  # noqa: PLC0415
+
+    with open_configured_store(migrate=False) as store:
+        applied = store.migrate()
+        version = store.schema_version()
+    done = ", ".join(f"{v:04d}" for v in applied) or "nothing to apply"
+    click.echo(f"{store.url}: {done}; schema version {version}")
+
+
+# -- goal ------------------------------------------------------------------------------------------
+
+
+@operator.group()
+def goal() -> None:
+    """Show, write and activate goal models."""
+
+
+@goal.command("show")
+@profile_option
+@json_option
+def goal_show(*, profile: str, as_json: bool) -> None:
+    """Show every goal model version; the active one is marked."""
+    with _profile_store(profile) as store:
+        goals = store.list_goal_models(profile)
+    if as_json:
+        _emit_json(goals)
+        return
+    rows = [(g.version, g.status, g.title, g.body, g.activated_at) for g in goals]
+    _table(f"goal models of {profile}", ["version", "status", "title", "body", "activated"], rows)
+
+
+@goal.command("set")
+@profile_option
+@click.argument("title")
+@click.option("--body", default="", help="Goal model text.")
+@click.option("--activate", is_flag=True, help="Make it active at once (default: a draft).")
+@json_option
+def goal_set(*, profile: str, title: str, body: str, activate: bool, as_json: bool) -> None:
+    """Write a new goal model version (a draft unless --activate)."""
+    from tickloop.operator.service import set_goal  # noqa: PLC0415
+
+    with _profile_store(profile) as store:
+        made = set_goal(store, profile, title=title, body=body, now=_now(), activate=activate)
+    if as_json:
+        _emit_json(made)
+    else:
+        click.echo(f"goal model v{made.version} written ({made.status})")
+
+
+@goal.command("activate")
+@profile_option
+@click.argument("version", type=ROW_ID)
+def goal_activate(profile: str, version: int) -> None:
+    """Make VERSION the active goal model (the previous one is retired)."""
+    with _profile_store(profile) as store:
+        made = store.activate_goal_model(profile, version, now=_now())
+    click.echo(f"goal model v{made.version} active: {made.title}")
+
+
+# -- board and plan --------------------------------------------------------------------------------
+
+
+@operator.command()
+@profile_option
+@json_option
+def board(*, profile: str, as_json: bool) -> None:
+    """Show the board, highest priority first, with its hash."""
+    with _profile_store(profile) as store:
+        tasks, digest = store.list_tasks(profile), store.board_hash(profile)
+    if as_json:
+        _emit_json({"hash": digest, "tasks": tasks})
+        return
+    rows = [(t.id, t.priority, t.status, t.title, t.notes) for t in tasks]
+    _table(f"board of {profile} ({digest[:19]})", ["id", "priority", "status", "title", "notes"], rows)
+
+
+@operator.group()
+def task() -> None:
+    """Add tasks to the board and change their status."""
+
+
+@task.command("add")
+@profile_option
+@click.argument("title")
+@click.option("--priority", type=click.IntRange(-1_000_000, 1_000_000), default=0, show_default=True)
+@click.option("--notes", default="")
+@json_option
+def task_add(*, profile: str, title: str, priority: int, notes: str, as_json: bool) -> None:
+    """Add a task to the board."""
+    if not title.strip():
+        raise ValidationError("task title must not be empty")
+    with _profile_store(profile) as store:
+        made = store.add_task(profile, title, priority=priority, notes=notes, now=_now())
+    if as_json:
+        _emit_json(made)
+    else:
+        click.echo(f"task {made.id} added")
+
+
+def _set_task(profile: str, task_id: int, status: TaskStatus) -> None:
+    with _profile_store(profile) as store:
+        made = store.set_task_status(profile, task_id, status, now=_now())
+    click.echo(f"task {made.id} is {made.status}")
+
+
+@task.command("block")
+@profile_option
+@click.argument("task_id", type=ROW_ID)
+def task_block(profile: str, task_id: int) -> None:
+    """Mark a task blocked (its plan steps become blocked, never done)."""
+    _set_task(profile, task_id, TaskStatus.BLOCKED)
+
+
+@task.command("done")
+@profile_option
+@click.argument("task_id", type=ROW_ID)
+def task_done(profile: str, task_id: int) -> None:
+    """Mark a task done."""
+    _set_task(profile, task_id, TaskStatus.DONE)
+
+
+@operator.command()
+@profile_option
+@json_option
+def plan(*, profile: str, as_json: bool) -> None:
+    """Show the active goal model's plan; the first pending step is the current one."""
+    from tickloop.operator.service import current_plan  # noqa: PLC0415
+
+    with _profile_store(profile) as store:
+        active, steps = current_plan(store, profile)
+    if as_json:
+        _emit_json({"goal": active, "steps": steps})
+        return
+    title = f"plan of {profile}: " + (
+        f"v{active.version} {active.title}" if active else "no active goal model"
+    )
+    _table(
+        title,
+        ["id", "pos", "status", "step", "task"],
+        [(s.id, s.position, s.status, s.title, s.task_id) for s in steps],
+    )
+
+
+# -- intents ---------------------------------------------------------------------------------------
+
+
+@operator.group(invoke_without_command=True)
+@profile_option
+@click.option("--status", type=click.Choice([s.value for s in IntentStatus]), help="Only this status.")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=100, show_default=True)
+@json_option
+@click.pass_context
+def intents(ctx: click.Context, *, profile: str, status: str | None, limit: int, as_json: bool) -> None:
+    """List intents, newest first (or stage one by hand with `intents add`)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    with _profile_store(profile) as store:
+        found = store.list_intents(
+            profile, status=None if status is None else IntentStatus(status), limit=limit
+        )
+    if as_json:
+        _emit_json(found)
+        return
+    rows = [(i.id, i.status, i.tier, i.action_type, i.title, i.recipient, i.decision_id) for i in found]
+    _table(f"intents of {profile}", ["id", "status", "tier", "type", "title", "recipient", "decision"], rows)
+
+
+@intents.command("add")
+@profile_option
+@click.option("--type", "action_type", required=True, help="Action type, e.g. note, draft, email.")
+@click.option("--title", required=True)
+@click.option("--recipient", default="")
+@click.option("--payload", default="{}", help="JSON object.")
+@click.option("--tier", type=click.Choice([t.value for t in Tier]), default=Tier.REVERSIBLE.value)
+@json_option
+def intents_add(
+    *, profile: str, action_type: str, title: str, recipient: str, payload: str, tier: str, as_json: bool
+) -> None:
+    """Stage an action by hand; it starts at proposed and goes through the gate like any other."""
+    try:
+        data = json.loads(payload)
+    except ValueError as exc:
+        raise ValidationError(f"--payload is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValidationError("--payload must be a JSON object")
+    if not action_type.strip() or not title.strip():
+        raise ValidationError("--type and --title must not be empty")
+    new = NewIntent(action_type, title, recipient=recipient, payload=data, tier=Tier(tier))
+    with _profile_store(profile) as store:
+        made = store.stage_intent(profile, new, now=_now())
+    if as_json:
+        _emit_json(made)
+    else:
+        click.echo(f"intent {made.id} staged ({made.status})")
+
+
+def _decide(
+    *, profile: str, intent_id: int, kind: DecisionKind, note: str, by: str | None, as_json: bool
+) -> None:
+    with _profile_store(profile) as store:
+        made = store.decide(profile, intent_id, kind, by=by or _person(), note=note, now=_now())
+    if as_json:
+        _emit_json(made)
+    else:
+        click.echo(f"intent {intent_id}: {kind.value} recorded as decision {made.id}")
+
+
+def _person() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "person"
+
+
+@operator.command()
+@profile_option
+@click.argument("intent_id", type=ROW_ID)
+@click.option("--note", default="", help="Why.")
+@click.option("--by", default=None, help="Who decided (default: the login name).")
+@json_option
+def approve(*, profile: str, intent_id: int, note: str, by: str | None, as_json: bool) -> None:
+    """Approve an intent that requires approval (a blocked one never can be)."""
+    _decide(
+        profile=profile, intent_id=intent_id, kind=DecisionKind.APPROVE, note=note, by=by, as_json=as_json
+    )
+
+
+@operator.command()
+@profile_option
+@click.argument("intent_id", type=ROW_ID)
+@click.option("--note", default="", help="Why.")
+@click.option("--by", default=None, help="Who decided (default: the login name).")
+@json_option
+def deny(*, profile: str, intent_id: int, note: str, by: str | None, as_json: bool) -> None:
+    """Deny an intent that requires approval."""
+    _decide(profile=profile, intent_id=intent_id, kind=DecisionKind.DENY, note=note, by=by, as_json=as_json)
+
+
+@operator.command()
+@profile_option
+@click.option("--last", type=click.IntRange(1, 10_000), default=20, show_default=True)
+@json_option
+def progress(*, profile: str, last: int, as_json: bool) -> None:
+    """Show the newest progress rows, one per tick."""
+    with _profile_store(profile) as store:
+        rows = store.recent_progress(profile, limit=last)
+    if as_json:
+        _emit_json(rows)
+        return
+    table = [(r.id, r.tick_kind, r.outcome, r.started_at, r.ended_at, r.intent_id, r.error) for r in rows]
+    _table(f"progress of {profile}", ["id", "tick", "outcome", "started", "ended", "intent", "error"], table)

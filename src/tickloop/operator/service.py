@@ -1,0 +1,99 @@
+"""What the ``tickloop operator`` commands do, callable from Python too (the CLI only parses and renders)."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from tickloop.errors import ValidationError
+from tickloop.operator.domain import GoalModel, PlanStep, Profile
+from tickloop.operator.store import Store, open_store
+
+
+def open_configured_store(*, migrate: bool = True) -> Store:
+    """The store named by ``TICKLOOP_STORE`` or ``[store] url`` (never by argv: a URL can hold a password)."""
+    from tickloop.config import load_settings  # noqa: PLC0415  (msgspec only when a command runs)
+
+    return open_store(load_settings().store.url, migrate=migrate)
+
+
+@dataclass(frozen=True, slots=True)
+class InitSpec:
+    """A profile and its first goal model, from flags or a TOML file."""
+
+    goal_title: str
+    goal_body: str = ""
+    goal_data: dict[str, Any] = field(default_factory=dict)
+    display_name: str = ""
+    timezone: str = "UTC"
+
+
+def read_init_file(path: Path) -> InitSpec:
+    """Parse ``[profile] display_name, timezone`` and ``[goal] title, body, [goal.data]`` from TOML."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValidationError(f"cannot read {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValidationError(f"{path} is not valid TOML: {exc}") from None
+    profile, goal = _table(data, "profile", path), _table(data, "goal", path)
+    unknown = (set(profile) - {"display_name", "timezone"}) | (set(goal) - {"title", "body", "data"})
+    if unknown:
+        raise ValidationError(f"{path}: unknown keys {sorted(unknown)}; see `tickloop operator init --help`")
+    title = goal.get("title")
+    if not isinstance(title, str) or not title.strip():
+        raise ValidationError(f"{path}: [goal] title must be a non-empty string")
+    return InitSpec(
+        goal_title=title,
+        goal_body=_string(goal, "body", path, ""),
+        goal_data=_table(goal, "data", path),
+        display_name=_string(profile, "display_name", path, ""),
+        timezone=_string(profile, "timezone", path, "UTC"),
+    )
+
+
+def _table(data: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ValidationError(f"{path}: {key} must be a table")
+    return value
+
+
+def _string(data: dict[str, Any], key: str, path: Path, default: str) -> str:
+    value = data.get(key, default)
+    if not isinstance(value, str):
+        raise ValidationError(f"{path}: {key} must be a string")
+    return value
+
+
+def init_profile(store: Store, name: str, spec: InitSpec, *, now: datetime) -> tuple[Profile, GoalModel]:
+    """Create the profile and its first goal model, active at once."""
+    if not name.strip():
+        raise ValidationError("profile name must not be empty")
+    if not spec.goal_title.strip():
+        raise ValidationError("goal title must not be empty: pass --goal TITLE or a [goal] title")
+    profile = store.create_profile(name, display_name=spec.display_name, timezone=spec.timezone, now=now)
+    goal = store.add_goal_model(
+        name, title=spec.goal_title, body=spec.goal_body, data=spec.goal_data, now=now
+    )
+    return profile, store.activate_goal_model(name, goal.version, now=now)
+
+
+def set_goal(
+    store: Store, profile: str, *, title: str, body: str, now: datetime, activate: bool
+) -> GoalModel:
+    """Write a new goal model version (a draft unless ``activate``)."""
+    store.get_profile(profile)
+    if not title.strip():
+        raise ValidationError("goal title must not be empty")
+    goal = store.add_goal_model(profile, title=title, body=body, now=now)
+    return store.activate_goal_model(profile, goal.version, now=now) if activate else goal
+
+
+def current_plan(store: Store, profile: str) -> tuple[GoalModel | None, list[PlanStep]]:
+    """The active goal model and its plan (empty without an active goal)."""
+    goal = store.active_goal_model(profile)
+    return goal, [] if goal is None else store.list_plan(profile, goal.version)

@@ -1,0 +1,82 @@
+"""The operator store: one interface (``Store``), backends chosen by URL (``open_store``).
+
+==========================  ===============================================================
+URL                         backend
+==========================  ===============================================================
+(empty)                     SQLite file ``operator.sqlite3`` in the user data dir (platformdirs)
+``sqlite:///abs/path.db``   SQLite file at ``/abs/path.db`` (``sqlite://rel.db``: relative)
+``postgresql://...``        PostgreSQL via psycopg 3 with a pool (``postgres://`` too)
+``memory://``               in this process only; for tests and demos
+==========================  ===============================================================
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tickloop.errors import StoreError
+from tickloop.operator.store.base import EPOCH, Store
+
+__all__ = ["EPOCH", "Store", "default_sqlite_path", "open_store", "redact_url"]
+
+_USERINFO_PASSWORD = re.compile(r"(?P<head>://[^/@:?#]*:)[^@/?#]*@")
+_QUERY_PASSWORD = re.compile(r"(?P<head>[?&]password=)[^&#]*", re.IGNORECASE)
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (safe for messages and logs)."""
+    url = _USERINFO_PASSWORD.sub(r"\g<head>***@", url)
+    return _QUERY_PASSWORD.sub(r"\g<head>***", url)
+
+
+def default_sqlite_path() -> Path:
+    """Where the store lives when no URL is configured."""
+    from platformdirs import user_data_path  # noqa: PLC0415  (start-up cost: only when needed)
+
+    return user_data_path("tickloop") / "operator.sqlite3"
+
+
+def open_store(url: str = "", *, migrate: bool = True) -> Store:
+    """Open the store ``url`` names; apply pending migrations unless ``migrate`` is False.
+
+    An unknown scheme, a malformed URL or an unreachable server raises ``StoreError`` naming the
+    URL without its password.
+    """
+    safe = redact_url(url)
+    if url == "":
+        return _sqlite(default_sqlite_path(), None, migrate=migrate)
+    if url == "memory://" or url.startswith("memory://"):
+        from tickloop.operator.store.memory import MemoryStore  # noqa: PLC0415
+
+        return MemoryStore(safe)
+    if url.startswith("sqlite://"):
+        path = url.removeprefix("sqlite://")
+        if not path or "?" in path or "#" in path:
+            raise StoreError(f"malformed SQLite store URL {safe}: use sqlite:///absolute/path.db")
+        return _sqlite(Path(path).expanduser(), safe, migrate=migrate)
+    if url.startswith(("postgresql://", "postgres://")):
+        return _postgres(url, safe, migrate=migrate)
+    raise StoreError(
+        f"unknown store URL {safe}: use memory://, sqlite:///path/to/file.db or postgresql://... "
+        "(set TICKLOOP_STORE or [store] url in the config file)"
+    )
+
+
+def _sqlite(path: Path, safe: str | None, *, migrate: bool) -> Store:
+    from tickloop.operator.store.sqlite import SQLiteStore  # noqa: PLC0415
+
+    return SQLiteStore(path, url=safe, migrate=migrate)
+
+
+def _postgres(url: str, safe: str, *, migrate: bool) -> Store:
+    # psycopg is imported only here: a tick on SQLite never pays for it at start-up.
+    from psycopg import conninfo  # noqa: PLC0415
+
+    from tickloop.operator.store.postgres import PostgresStore  # noqa: PLC0415
+
+    try:
+        conninfo.conninfo_to_dict(url)
+    except Exception:  # noqa: BLE001  (psycopg raises several types; any means "malformed")
+        raise StoreError(f"malformed PostgreSQL store URL {safe}") from None
+    return PostgresStore(url, url=safe, migrate=migrate)

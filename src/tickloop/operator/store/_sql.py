@@ -1,0 +1,117 @@
+"""The narrow connector the SQL backends share: named queries from ``.sql`` files, one
+transaction object (``Tx``) with three calls, and parameter checks before anything is bound."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from enum import Enum
+from importlib import resources
+from typing import Any, Protocol
+
+from tickloop.errors import StoreError, ValidationError
+from tickloop.operator.domain import check_text
+from tickloop.operator.store._rows import Row
+
+_NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
+_PARAM = re.compile(r"(?<![:\w]):(\w+)")
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def load_queries(dialect: str) -> dict[str, str]:
+    """The shared ``queries.sql`` overlaid with ``sql/<dialect>/queries.sql``, by name."""
+    sql = resources.files("tickloop.operator.store") / "sql"
+    queries = _split((sql / "queries.sql").read_text(encoding="utf-8"))
+    queries.update(_split((sql / dialect / "queries.sql").read_text(encoding="utf-8")))
+    return queries
+
+
+def _split(text: str) -> dict[str, str]:
+    parts = _NAME.split(text)
+    return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+
+
+def to_pyformat(sql: str) -> str:
+    """``:name`` -> ``%(name)s`` for psycopg (``::type`` casts are left alone)."""
+    return _PARAM.sub(r"%(\1)s", sql.replace("%", "%%"))
+
+
+def migrations(dialect: str) -> list[tuple[int, str, str]]:
+    """``(version, name, sql)`` for every ``NNNN_name.sql`` of the dialect, in order."""
+    folder = resources.files("tickloop.operator.store") / "sql" / dialect
+    found = []
+    for entry in folder.iterdir():
+        match = re.fullmatch(r"(\d{4})_(\w+)\.sql", entry.name)
+        if match:
+            found.append((int(match[1]), match[2], entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def check_params(params: Mapping[str, Any], adapt_time: Callable[[datetime], Any]) -> dict[str, Any]:
+    """Every text parameter checked (valid UTF-8, no NUL, size); enums as their values; times adapted."""
+    out: dict[str, Any] = {}
+    for key, raw in params.items():
+        value = raw.value if isinstance(raw, Enum) else raw
+        if isinstance(value, str):
+            value = check_text(key, value)
+        elif isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
+            raise ValidationError(f"{key}: {value} is out of range for a 64-bit integer")
+        elif isinstance(value, datetime):
+            value = adapt_time(value)
+        out[key] = value
+    return out
+
+
+class Cursor(Protocol):
+    """The part of a DB-API cursor we use."""
+
+    rowcount: int
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    """The part of a sqlite3 / psycopg connection we use."""
+
+    def execute(self, sql: str, params: Any = ..., /) -> Any: ...
+
+
+class Tx:
+    """One open transaction: run named queries with bound parameters, nothing else."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        queries: Mapping[str, str],
+        adapt_time: Callable[[datetime], Any],
+        translate: Callable[[Exception, Mapping[str, Any]], StoreError | None],
+    ) -> None:
+        self._conn = conn
+        self._queries = queries
+        self._adapt_time = adapt_time
+        self._translate = translate
+
+    def _execute(self, query: str, params: Mapping[str, Any]) -> Cursor:
+        bound = check_params(params, self._adapt_time)
+        try:
+            cursor: Cursor = self._conn.execute(self._queries[query], bound)
+        except Exception as exc:
+            error = self._translate(exc, params)
+            if error is None:
+                raise
+            raise error from exc
+        return cursor
+
+    def rows(self, query: str, /, **params: Any) -> list[Row]:
+        """All rows of the query (RETURNING rows for a write)."""
+        return list(self._execute(query, params).fetchall())
+
+    def one(self, query: str, /, **params: Any) -> Row | None:
+        """The first row, or None."""
+        found = self.rows(query, **params)
+        return found[0] if found else None
+
+    def run(self, query: str, /, **params: Any) -> int:
+        """Run a write without RETURNING; the number of rows it changed."""
+        return self._execute(query, params).rowcount

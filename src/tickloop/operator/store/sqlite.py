@@ -1,0 +1,230 @@
+"""The SQLite backend: the embedded default for one machine (stdlib ``sqlite3``)."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from tickloop.errors import ConflictError, NotFoundError, StoreError
+from tickloop.operator.store._rows import iso
+from tickloop.operator.store._sql import Tx, load_queries, migrations
+from tickloop.operator.store.sqlstore import SqlStore
+
+#: How long a writer waits for another process's write lock before giving up (milliseconds).
+BUSY_TIMEOUT_MS = 30_000
+_RECORD = "INSERT INTO tickloop_migrations VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
+
+
+class SQLiteStore(SqlStore):
+    """A store in one SQLite file, shared safely by many one-shot processes on one machine."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        url: str | None = None,
+        migrate: bool = True,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    ) -> None:
+        self.url = url or f"sqlite://{path}"
+        self.path = path
+        self.busy_timeout_ms = busy_timeout_ms
+        self._queries = load_queries("sqlite")
+        # One connection per store; the lock keeps a threaded caller from interleaving transactions.
+        self._lock = threading.RLock()
+        self._conn = self._connect(path)
+        if migrate:
+            self.migrate()
+
+    def _connect(self, path: Path) -> sqlite3.Connection:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # isolation_level=None: we issue BEGIN ourselves, so every write can be BEGIN IMMEDIATE.
+            conn = sqlite3.connect(
+                path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout_ms / 1000
+            )
+            conn.row_factory = sqlite3.Row
+            # WAL: readers never block the writer and the writer never blocks readers, so a monitor
+            # or a CLI listing can read while a tick writes.
+            conn.execute("PRAGMA journal_mode=WAL")
+            # busy_timeout: a second process waits for the write lock instead of failing at once.
+            conn.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
+            # foreign_keys: SQLite leaves them off by default; every row must belong to a profile.
+            conn.execute("PRAGMA foreign_keys=ON")
+            # synchronous=FULL: a commit is fsynced before it returns. DESIGN.md's contract is that a
+            # record is durable before anything acts on it; an executor acts on its claim at once,
+            # and NORMAL could lose the last commits (a claim, a spend) to a power cut.
+            conn.execute("PRAGMA synchronous=FULL")
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open SQLite store {self.url}: {exc}") from None
+        return conn
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[Tx]:
+        with self._lock:
+            try:
+                self._begin_immediate() if begin == "BEGIN IMMEDIATE" else self._conn.execute(begin)
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite store {self.url}: cannot begin a transaction: {exc}") from None
+            try:
+                yield Tx(self._conn, self._queries, iso, _translate)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            try:
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._conn.execute("ROLLBACK")
+                raise StoreError(f"SQLite store {self.url}: commit failed: {exc}") from None
+
+    def _begin_immediate(self) -> None:
+        """BEGIN IMMEDIATE, waiting for another process's write lock in short, jittered steps.
+
+        SQLite's own busy handler sleeps 1, 2, 5, 10, ... ms between tries, far longer than a write
+        here holds the lock (a fraction of a millisecond), so contending processes would mostly
+        sleep while the database sits idle. Only this BEGIN waits our way (busy_timeout is 0 just
+        for it); every other statement keeps SQLite's busy_timeout. The deadline uses the
+        monotonic clock: it bounds waiting, it is not business time.
+        """
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000
+        delay = 0.0001
+        self._conn.execute("PRAGMA busy_timeout=0")
+        try:
+            while True:
+                try:
+                    self._conn.execute("BEGIN IMMEDIATE")
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) or time.monotonic() > deadline:
+                        raise
+                else:
+                    return
+                time.sleep(delay * (0.5 + random.random()))  # noqa: S311  (jitter, not secrets)
+                delay = min(delay * 2, 0.004)
+        finally:
+            self._conn.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
+
+    def _write(self) -> AbstractContextManager[Tx]:
+        # BEGIN IMMEDIATE takes the write lock before the first read, so a read-then-write (a claim,
+        # a spend) can never be overtaken between its SELECT and its UPDATE by another process.
+        return self._transaction("BEGIN IMMEDIATE")
+
+    def _read(self) -> AbstractContextManager[Tx]:
+        return self._transaction("BEGIN")
+
+    def _fts_query(self, tokens: list[str]) -> str:
+        # Each word quoted as an FTS5 string: implicit AND, and no word is ever an operator.
+        return " ".join(f'"{token}"' for token in tokens)
+
+    # -- migrations ---------------------------------------------------------------------------------
+
+    def migrate(self, *, target: int | None = None) -> list[int]:
+        applied = []
+        current = self.schema_version()  # a plain read: an up-to-date store takes no write lock
+        for version, name, sql in migrations("sqlite"):
+            if target is not None and version > target:
+                break
+            if version > current and self._apply(version, name, sql):
+                applied.append(version)
+        return applied
+
+    def _apply(self, version: int, name: str, sql: str) -> bool:
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.execute(
+                    "CREATE TABLE IF NOT EXISTS tickloop_migrations "
+                    "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+                )
+                done = self._conn.execute("SELECT 1 FROM tickloop_migrations WHERE version = ?", (version,))
+                if done.fetchone() is None:
+                    for statement in split_script(sql):
+                        self._conn.execute(statement)
+                    self._conn.execute(_RECORD, (version, name))
+                    self._conn.execute("COMMIT")
+                    return True
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._conn.execute("ROLLBACK")
+                raise StoreError(
+                    f"SQLite store {self.url}: migration {version:04d}_{name} failed: {exc}"
+                ) from None
+            return False
+
+    def schema_version(self) -> int:
+        with self._lock:
+            try:
+                row = self._conn.execute("SELECT MAX(version) FROM tickloop_migrations").fetchone()
+            except sqlite3.OperationalError:
+                return 0
+            return int(row[0] or 0)
+
+    # -- tick locks ---------------------------------------------------------------------------------
+
+    @contextmanager
+    def tick_lock(
+        self,
+        profile: str,
+        tick_kind: str,
+        *,
+        owner: str,
+        now: datetime,
+        lease: timedelta = timedelta(hours=1),
+    ) -> Iterator[bool]:
+        with self._write() as tx:
+            held = tx.run(
+                "take_tick_lock",
+                profile=profile,
+                tick_kind=tick_kind,
+                owner=owner,
+                now=now,
+                expires_at=now + lease,
+            )
+        try:
+            yield held == 1
+        finally:
+            if held == 1:
+                with self._write() as tx:
+                    tx.run("drop_tick_lock", profile=profile, tick_kind=tick_kind, owner=owner)
+
+
+def split_script(sql: str) -> list[str]:
+    """Statements of a migration script, whole (a trigger's inner ``;`` does not end it).
+
+    ``executescript`` would commit on its own, outside our BEGIN IMMEDIATE; this keeps each
+    migration and its record in one transaction.
+    """
+    statements, pending = [], ""
+    for line in sql.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            statements.append(pending.strip())
+            pending = ""
+    if pending.strip() and not all(
+        part.strip().startswith("--") or not part.strip() for part in pending.splitlines()
+    ):
+        raise StoreError(f"migration ends with an incomplete statement: {pending.strip()[:80]!r}")
+    return statements
+
+
+def _translate(exc: Exception, params: Mapping[str, Any]) -> StoreError | None:
+    if isinstance(exc, sqlite3.IntegrityError):
+        if "FOREIGN KEY" in str(exc):
+            return NotFoundError(
+                f"profile {params.get('profile')!r} (or a row this refers to) does not exist; "
+                "create the profile with `tickloop operator init`"
+            )
+        return ConflictError(f"the store refused the write: {exc}")
+    if isinstance(exc, sqlite3.Error):
+        return StoreError(f"SQLite store: {exc}")
+    return None

@@ -1,0 +1,63 @@
+"""Migrations: numbered files per backend, recorded in a table, applied on first use; upgrades keep data."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tickloop.operator.store import open_store
+from tickloop.operator.store._sql import migrations
+from tickloop.operator.store.sqlite import split_script
+
+NOW = datetime(2026, 7, 7, tzinfo=UTC)
+
+
+def test_both_backends_have_the_same_numbered_migrations() -> None:
+    """SQLite and PostgreSQL ship the same migration numbers and names."""
+    sqlite = [(v, n) for v, n, _ in migrations("sqlite")]
+    postgres = [(v, n) for v, n, _ in migrations("postgres")]
+    assert sqlite == postgres
+    assert [v for v, _ in sqlite] == list(range(1, len(sqlite) + 1))
+
+
+def test_trigger_bodies_stay_whole() -> None:
+    """A trigger's inner semicolons do not split it into broken statements."""
+    sql = (
+        "CREATE TABLE a(x);\n"
+        "CREATE TRIGGER t AFTER INSERT ON a BEGIN\n  SELECT 1;\n  SELECT 2;\nEND;\n-- end\n"
+    )
+    assert len(split_script(sql)) == 2
+
+
+def _upgrade(url: str) -> None:
+    with open_store(url, migrate=False) as store:
+        assert store.migrate(target=1) == [1]
+        assert store.schema_version() == 1
+        store.create_profile("p", now=NOW)
+        store.add_note("p", "written under the first schema", now=NOW)
+        assert store.migrate() == [2]
+        assert store.migrate() == []
+        assert store.schema_version() == 2
+        assert [n.text for n in store.search_notes("p", "first schema")] == ["written under the first schema"]
+        assert store.get_profile("p").created_at == NOW
+
+
+def test_sqlite_upgrade_from_first_schema_keeps_and_indexes_data(tmp_path: Path) -> None:
+    """Data written under schema 1 survives the upgrade and becomes searchable."""
+    _upgrade(f"sqlite://{tmp_path / 's.db'}")
+
+
+@pytest.mark.postgres
+def test_postgres_upgrade_from_first_schema_keeps_and_indexes_data(pg_url: str) -> None:
+    """Data written under schema 1 survives the upgrade on PostgreSQL and becomes searchable."""
+    _upgrade(pg_url)
+
+
+def test_reopening_applies_nothing(tmp_path: Path) -> None:
+    """A second process opening a migrated store finds nothing to apply."""
+    url = f"sqlite://{tmp_path / 's.db'}"
+    open_store(url).close()
+    with open_store(url, migrate=False) as store:
+        assert store.migrate() == []
