@@ -154,7 +154,7 @@ def _best_ms(fn: Callable[[], None], *, rounds: int, seconds: float) -> float:
 
 def _reads(backend: str, url: str, *, quick: bool) -> None:
     small, large = 1_000, (100_000 if quick else 1_000_000)
-    rounds, seconds = (2, 0.2) if quick else (5, 0.4)
+    rounds, seconds = (2, 0.2) if quick else (8, 0.4)
     with open_store(url) as store:
         _prepare_reads(store)
         seed_progress(url, "r", small)
