@@ -94,6 +94,15 @@ def test_board_orders_by_priority_and_hash_tracks_changes(store: Store) -> None:
     assert store.board_hash("p") != before
 
 
+def test_board_hash_golden_vector(store: Store) -> None:
+    """The board hash is sha256 over canonical JSON of sorted [id, title, priority, status] rows;
+    this vector pins the format, which the stall monitor compares across ticks and versions."""
+    task = store.add_task("p", "Write the report", priority=5, now=NOW)
+    assert task.id == 1
+    # [[1,"Write the report",5,"todo"]]
+    assert store.board_hash("p") == "sha256:d498a1d18cef70765170671a40cc697fea2c69fdee99eed2af53669fd4a017ee"
+
+
 def test_task_status_is_compare_and_set(store: Store) -> None:
     """A status change that expected a different prior status loses with a conflict."""
     task = store.add_task("p", "t", now=NOW)

@@ -149,7 +149,10 @@ class Store(ABC):
         """Compare-and-set a task's status (``expected`` defaults to the status read just before)."""
 
     def board_hash(self, profile: str) -> str:
-        """``sha256:...`` of the board (id, title, priority, status): unchanged hash = unchanged board."""
+        """``sha256:`` + hex SHA-256 of the board's canonical JSON: the list of ``[id, title,
+        priority, status]`` rows sorted by id, compact separators, UTF-8, no ASCII escaping. This
+        form is part of the documented contract (a golden vector pins it): an unchanged hash
+        means an unchanged board, across ticks, backends and versions."""
         rows = [[t.id, t.title, t.priority, str(t.status)] for t in self.list_tasks(profile)]
         canonical = json.dumps(sorted(rows), separators=(",", ":"), ensure_ascii=False)
         return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
