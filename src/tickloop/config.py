@@ -102,8 +102,6 @@ class Settings(msgspec.Struct, **_STRUCT):
     store: StoreSettings = msgspec.field(default_factory=StoreSettings)
     #: a ``KEY=value`` file read for secrets; its values never override the real environment
     env_file: str = ""
-    #: the profile operator commands use when ``--profile`` is not given
-    profile: str = "default"
     # Operator sections stay raw tables here and are validated by ``section()`` when a tick first
     # needs them: their types live in packages that are too heavy to import on every tick's start.
     sources: dict[str, Any] = msgspec.field(default_factory=dict)
@@ -143,7 +141,6 @@ ENV_VARS: dict[str, tuple[str, str]] = {
     "TICKLOOP_MODEL_ID": ("model", "modelId"),
     "TICKLOOP_STORE": ("store", "url"),
     "TICKLOOP_ENV_FILE": ("", "envFile"),
-    "TICKLOOP_PROFILE": ("", "profile"),
 }
 CONFIG_ENV = "TICKLOOP_CONFIG"
 

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
+from tickloop.cli import LazyGroup
 from tickloop.errors import ValidationError
 from tickloop.operator.domain import DecisionKind, IntentStatus, NewIntent, TaskStatus, Tier
 from tickloop.operator.store import Store
@@ -98,7 +99,14 @@ def _cell(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-@click.group()
+#: Operator subcommands that live in their own modules, imported only when invoked: a one-shot tick
+#: must not pay for the monitor's or the scheduler's imports.
+OPERATOR_COMMANDS = {
+    "tick": "tickloop.cli.operator_tick:tick",
+}
+
+
+@click.group(cls=LazyGroup, lazy=OPERATOR_COMMANDS)
 def operator() -> None:
     """Set up and inspect the operator's store: profiles, goals, board, plan, intents, progress.
 

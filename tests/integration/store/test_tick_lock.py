@@ -73,3 +73,26 @@ def test_second_process_is_refused_then_recovers_after_a_kill(url: str, tmp_path
     after_lease = T0 + timedelta(hours=1, seconds=1)
     with open_store(url) as store, store.tick_lock("p", "fast", owner="tick-3", now=after_lease) as held:
         assert held
+
+
+def test_sqlite_reclaims_a_lock_whose_holder_died_on_this_host(tmp_path: Path) -> None:
+    """A tick killed by SIGKILL on this host does not block its kind for the whole lease: the next
+    tick sees the holder's pid is gone and takes the lock; a live holder is never displaced."""
+    import os  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+
+    with subprocess.Popen(["true"]) as gone:
+        gone.wait()
+    host = os.uname().nodename
+    with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        store.create_profile("p", now=T0)
+        live = store.tick_lock("p", "fast", owner=f"{host}:{os.getpid()}:live", now=T0)
+        assert live.__enter__()  # held by a live process (this one), never released here
+        with store.tick_lock("p", "fast", owner=f"{host}:{os.getpid()}:other", now=T0) as second:
+            assert not second
+        killed = store.tick_lock("p", "slow", owner=f"{host}:{gone.pid}:killed", now=T0)
+        assert killed.__enter__()  # entered and never left: what a SIGKILLed tick leaves behind
+        with store.tick_lock("p", "slow", owner=f"{host}:{os.getpid()}:next", now=T0) as taken:
+            assert taken
+        for held in (killed, live):  # tidy up while the store is open
+            held.__exit__(None, None, None)

@@ -8,6 +8,7 @@ validation pipeline and returns the call it WOULD make, making none (no file, so
 
 from __future__ import annotations
 
+from tickloop.operator.domain import Tier
 from tickloop.operator.handlers.base import (
     DRY_RUN_ENV,
     Handler,
@@ -16,7 +17,6 @@ from tickloop.operator.handlers.base import (
     HandlerResult,
     HandlerStatus,
     Search,
-    Tier,
     dry_run_from_env,
 )
 from tickloop.operator.handlers.registry import HANDLERS, HandlerSpec, handler_for

@@ -20,17 +20,6 @@ Search = Callable[[str], list[str]]
 DRY_RUN_ENV = "TICKLOOP_DRY_RUN"
 
 
-class Tier(StrEnum):
-    """Capability tiers of the autonomy ladder (seed Figure 8)."""
-
-    #: writes only: no send, no money
-    REVERSIBLE = "reversible"
-    #: leaves the machine; fires only if approved and linked (the executor's tier floor)
-    EXTERNAL = "external"
-    #: money; never executed, handed off to the person
-    SPEND = "spend"
-
-
 class HandlerStatus(StrEnum):
     """What a handler reports back to the executor."""
 

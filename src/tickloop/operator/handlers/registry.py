@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from tickloop.operator.handlers.base import Handler, Tier
+from tickloop.operator.domain import Tier
+from tickloop.operator.handlers.base import Handler
 from tickloop.operator.handlers.mail import email
 from tickloop.operator.handlers.message import message, spend
 from tickloop.operator.handlers.notes import draft_prep, note, research, wiki_write

@@ -72,6 +72,16 @@ class Store(ABC):
     def close(self) -> None:
         """Release connections. The store is unusable afterwards."""
 
+    def release_tick_lock(self, profile: str, tick_kind: str, *, owner: str) -> None:  # noqa: B027
+        """For a signal handler about to exit without unwinding ``tick_lock``: free the lock now.
+        A no-op default: PostgreSQL's advisory lock and the memory lock die with their process."""
+
+    def abandon_transaction(self) -> None:  # noqa: B027  (a deliberate no-op default; SQLite overrides)
+        """For a signal handler that is about to exit the process: roll back whatever transaction
+        the interrupted code left open on this thread, so one last write (the progress row) can go
+        through. Only SQLite needs it: PostgreSQL writes the row on another pooled connection and the
+        server rolls the abandoned one back when the process exits."""
+
     @abstractmethod
     def migrate(self, *, target: int | None = None) -> list[int]:
         """Apply pending migrations (up to ``target``); return the versions applied now."""

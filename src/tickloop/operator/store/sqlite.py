@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
 import threading
@@ -69,6 +70,13 @@ class SQLiteStore(SqlStore):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+    def abandon_transaction(self) -> None:
+        # The lock is re-entrant and the handler runs on the interrupted thread, so it already holds
+        # it; the interrupted frame never resumes (the process exits), so its COMMIT never runs.
+        with self._lock:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[Tx]:
@@ -181,21 +189,59 @@ class SQLiteStore(SqlStore):
         now: datetime,
         lease: timedelta = timedelta(hours=1),
     ) -> Iterator[bool]:
-        with self._write() as tx:
-            held = tx.run(
-                "take_tick_lock",
-                profile=profile,
-                tick_kind=tick_kind,
-                owner=owner,
-                now=now,
-                expires_at=now + lease,
-            )
+        held = self._take_tick_lock(profile, tick_kind, owner=owner, now=now, lease=lease)
+        if held != 1 and self._reclaim_dead_holder(profile, tick_kind):
+            held = self._take_tick_lock(profile, tick_kind, owner=owner, now=now, lease=lease)
         try:
             yield held == 1
         finally:
             if held == 1:
                 with self._write() as tx:
                     tx.run("drop_tick_lock", profile=profile, tick_kind=tick_kind, owner=owner)
+
+    def _take_tick_lock(
+        self, profile: str, tick_kind: str, *, owner: str, now: datetime, lease: timedelta
+    ) -> int:
+        with self._write() as tx:
+            return int(
+                tx.run(
+                    "take_tick_lock",
+                    profile=profile,
+                    tick_kind=tick_kind,
+                    owner=owner,
+                    now=now,
+                    expires_at=now + lease,
+                )
+            )
+
+    def release_tick_lock(self, profile: str, tick_kind: str, *, owner: str) -> None:
+        with self._write() as tx:
+            tx.run("drop_tick_lock", profile=profile, tick_kind=tick_kind, owner=owner)
+
+    def _reclaim_dead_holder(self, profile: str, tick_kind: str) -> bool:
+        """A holder killed by SIGKILL never releases its lock; if it ran on this host (owner
+        ``host:pid:...``) and that pid is gone, take the lock back instead of waiting out the lease."""
+        with self._read() as tx:
+            row = tx.one("tick_lock_owner", profile=profile, tick_kind=tick_kind)
+        owner = str(row["owner"]) if row is not None else ""
+        host, _, rest = owner.partition(":")
+        pid_text = rest.partition(":")[0]
+        if host != os.uname().nodename or not pid_text.isdigit() or _pid_alive(int(pid_text)):
+            return False
+        with self._write() as tx:
+            return (
+                int(tx.run("reclaim_tick_lock", profile=profile, tick_kind=tick_kind, dead_owner=owner)) == 1
+            )
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
 
 
 def split_script(sql: str) -> list[str]:

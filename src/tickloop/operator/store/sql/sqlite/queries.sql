@@ -26,3 +26,10 @@ WHERE tick_locks.expires_at <= excluded.acquired_at;
 
 -- name: drop_tick_lock
 DELETE FROM tick_locks WHERE profile = :profile AND tick_kind = :tick_kind AND owner = :owner;
+
+-- name: tick_lock_owner
+SELECT owner FROM tick_locks WHERE profile = :profile AND tick_kind = :tick_kind;
+
+-- name: reclaim_tick_lock
+-- Only if the dead holder still holds it (another process may have reclaimed it meanwhile).
+DELETE FROM tick_locks WHERE profile = :profile AND tick_kind = :tick_kind AND owner = :dead_owner;

@@ -1,0 +1,243 @@
+"""One tick per process, and one progress row on every path.
+
+``run_tick`` opens the store, takes the (profile, kind) advisory lock, runs the tick and records its
+row: on success, refusal, gate stop and exception alike. On SIGTERM or SIGINT mid-tick a handler
+flushes one ``failed`` row under a hard 2.5 s cap (a watchdog thread, because a Python signal
+handler cannot interrupt a blocked C call) and exits 128+signal. The guard is marked recorded
+*before* the final write, so a signal arriving during that write does not add a second row: the
+handler then only notes the exit code and lets the write finish. One row, never two.
+
+SIGKILL (and a crash before the store is open) writes nothing; the stall monitor, which runs
+outside the loop, reports that as SILENT.
+
+Exit codes (``tickloop operator tick``):
+
+==== ==================================================================================
+0    the tick ran and recorded its row (done, staged, noop, refused, gate_stop, blocked)
+1    the tick failed; its row says why
+2    bad usage, configuration or profile: no row could be written (the message says why)
+128+N interrupted by signal N after flushing a ``failed`` row (143 for SIGTERM, 130 for SIGINT)
+==== ==================================================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import signal
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import FrameType
+from typing import TYPE_CHECKING, Protocol
+
+from tickloop.clock import Clock, SystemClock, utc_iso
+from tickloop.config import Settings
+from tickloop.operator.domain import NewProgress, Outcome
+
+if TYPE_CHECKING:
+    from tickloop.models.base import ChatModel
+    from tickloop.operator.store.base import Store
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+FLUSH_CAP_SECONDS = 2.5
+
+#: tick kind -> "module:function"; a tick module is imported only by the process that runs it.
+TICKS = {
+    "observe": "tickloop.operator.ticks.observe:run",
+    "fast": "tickloop.operator.ticks.fast:run",
+    "slow": "tickloop.operator.ticks.slow:run",
+    "executor": "tickloop.operator.ticks.executor:run",
+    "consolidate": "tickloop.operator.ticks.consolidate:run",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TickResult:
+    """What a tick reports; the runner turns it into the progress row."""
+
+    outcome: Outcome
+    detail: str = ""
+    error: str = ""
+    intent_id: int | None = None
+    extra: Mapping[str, object] = field(default_factory=dict)  #: prompt sha256, model, tokens in/out
+
+
+@dataclass
+class TickContext:
+    """What a tick may use. Time comes from ``clock``; secrets from ``env`` (never argv)."""
+
+    store: Store
+    profile: str
+    kind: str
+    settings: Settings
+    clock: Clock
+    env: Mapping[str, str]
+    log: Callable[[str], None]
+    owner: str
+    options: Mapping[str, object] = field(default_factory=dict)  #: per-kind flags (--day, --dry-run)
+    _model: ChatModel | None = None
+
+    def model(self) -> ChatModel:
+        """The configured model, built on first use (only the model path imports a model SDK)."""
+        if self._model is None:
+            from tickloop.models.registry import get_model  # noqa: PLC0415
+
+            self._model = get_model(self.settings.model.name, self.settings, self.env)
+        return self._model
+
+
+class Tick(Protocol):
+    def __call__(self, ctx: TickContext) -> TickResult: ...
+
+
+class Guard:
+    """Makes sure exactly one progress row is written for this tick, whatever happens."""
+
+    def __init__(self, store: Store, profile: str, kind: str, clock: Clock) -> None:
+        self.store = store
+        self.profile = profile
+        self.kind = kind
+        self.clock = clock
+        self.started_at: datetime = clock.now()
+        self.state_hash = ""  #: the board hash the tick saw, set as soon as it is read
+        self.recorded = False
+        self.pending_exit: int | None = None
+        self.lock_owner: str | None = None  #: set while this tick holds its (profile, kind) lock
+
+    def record(self, result: TickResult) -> bool:
+        """Write the row unless one was written (or is being written); True if this call wrote it."""
+        if self.recorded:
+            return False
+        self.recorded = True  # before the write: a signal during it must not add a second row
+        try:
+            self.store.record_progress(self.profile, self._row(result))
+        except Exception:
+            self.recorded = False  # the write itself failed (not a signal): let the failure path retry
+            raise
+        return True
+
+    def _row(self, result: TickResult) -> NewProgress:
+        detail = result.detail
+        if result.extra:
+            detail = (detail + " " if detail else "") + " ".join(f"{k}={v}" for k, v in result.extra.items())
+        return NewProgress(
+            tick_kind=self.kind,
+            outcome=result.outcome,
+            started_at=self.started_at,
+            ended_at=self.clock.now(),
+            state_hash=self.state_hash,
+            intent_id=result.intent_id,
+            error=result.error[:2000],
+            detail=detail[:4000],
+        )
+
+    def on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        """Flush one failed row (capped) and exit 128+signum; during the final write, only note it."""
+        code = 128 + signum
+        if self.recorded:
+            self.pending_exit = code
+            return
+        self.recorded = True
+        watchdog = threading.Timer(FLUSH_CAP_SECONDS, os._exit, args=(code,))
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            self.store.abandon_transaction()
+            name = signal.Signals(signum).name
+            self.store.record_progress(
+                self.profile, self._row(TickResult(Outcome.FAILED, error=f"interrupted by {name}"))
+            )
+            if self.lock_owner is not None:  # exiting skips tick_lock's own release
+                self.store.release_tick_lock(self.profile, self.kind, owner=self.lock_owner)
+        finally:
+            os._exit(code)
+
+
+@contextlib.contextmanager
+def _signals(guard: Guard) -> Iterator[None]:
+    previous = {sig: signal.signal(sig, guard.on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def load_tick(kind: str) -> Tick:
+    """The tick function for ``kind``."""
+    module_name, attr = TICKS[kind].split(":")
+    tick: Tick = getattr(importlib.import_module(module_name), attr)
+    return tick
+
+
+def run_tick(
+    kind: str,
+    *,
+    store: Store,
+    profile: str,
+    settings: Settings,
+    env: Mapping[str, str],
+    clock: Clock | None = None,
+    log: Callable[[str], None] | None = None,
+    options: Mapping[str, object] | None = None,
+) -> int:
+    """Run one tick of ``kind`` for ``profile``; returns the process exit code."""
+    clock = clock or SystemClock()
+    guard = Guard(store, profile, kind, clock)
+    ctx = TickContext(
+        store=store,
+        profile=profile,
+        kind=kind,
+        settings=settings,
+        clock=clock,
+        env=env,
+        log=log or _stderr_log(clock),
+        owner=f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:8]}",
+        options=options or {},
+    )
+    with _signals(guard):
+        code = _guarded(ctx, guard)
+    return guard.pending_exit or code
+
+
+def _guarded(ctx: TickContext, guard: Guard) -> int:
+    result = _attempt(ctx, guard)
+    after = getattr(sys.modules.get(TICKS[ctx.kind].split(":")[0]), "after", None)
+    if after is not None:
+        with contextlib.suppress(Exception):  # best effort (e.g. a critique): never changes the row
+            after(ctx, result)
+    return EXIT_FAILED if result.outcome is Outcome.FAILED else EXIT_OK
+
+
+def _attempt(ctx: TickContext, guard: Guard) -> TickResult:
+    """Run the tick under its lock and record its row; an exception becomes a failed row."""
+    try:
+        tick = load_tick(ctx.kind)
+        with ctx.store.tick_lock(ctx.profile, ctx.kind, owner=ctx.owner, now=ctx.clock.now()) as held:
+            if held:
+                guard.lock_owner = ctx.owner
+                guard.state_hash = ctx.store.board_hash(ctx.profile)
+                result = tick(ctx)
+            else:
+                result = TickResult(Outcome.NOOP, detail=f"skipped: another {ctx.kind} tick is running")
+            guard.record(result)
+            return result
+    except Exception as exc:  # noqa: BLE001  (every path leaves a row; the row carries the error)
+        failed = TickResult(Outcome.FAILED, error=f"{type(exc).__name__}: {exc}")
+        ctx.log(f"{ctx.kind} tick failed: {failed.error}")
+        guard.record(failed)
+        return failed
+
+
+def _stderr_log(clock: Clock) -> Callable[[str], None]:
+    def log(line: str) -> None:
+        print(f"[{utc_iso(clock.now())}] {line}", file=sys.stderr, flush=True)  # noqa: T201  (the tick's log)
+
+    return log

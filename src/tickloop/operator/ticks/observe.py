@@ -1,0 +1,79 @@
+"""The observe tick: cheap deltas from outside (no model), tainted at the edge, deduplicated by hash.
+
+Cursors (what each source saw last) live in a small state file per profile on the host that has the
+sources, written atomically. Losing it costs one baseline observation per source, never a flood:
+the store deduplicates observations by content hash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from tickloop.config import secret, section
+from tickloop.operator.domain import Outcome
+from tickloop.operator.runner import TickContext, TickResult
+
+
+def run(ctx: TickContext) -> TickResult:
+    from tickloop.operator.sources import SourcesSettings, collect  # noqa: PLC0415
+
+    sources = section(ctx.settings, "sources", SourcesSettings)
+    path = cursor_path(ctx.profile)
+    found = collect(
+        sources, load_cursors(path), ctx.clock.now(), secret=lambda n: secret(n, ctx.settings, ctx.env)
+    )
+    now = ctx.clock.now()
+    new = sum(
+        ctx.store.add_observation(
+            ctx.profile,
+            source=o.source,
+            content_hash=o.content_hash,
+            payload=o.payload,
+            now=now,
+            tainted=o.tainted,
+        )
+        is not None
+        for o in found.observations
+    )
+    save_cursors(path, found.cursors)
+    for failure in found.errors:
+        ctx.log(f"observe: source {failure.source}: {failure.message}")
+    detail = (
+        f"observations={new} duplicates={len(found.observations) - new} source_errors={len(found.errors)}"
+    )
+    errors = "; ".join(f"{f.source}: {f.message}" for f in found.errors)[:2000]
+    return TickResult(Outcome.DONE if new else Outcome.NOOP, detail=detail, error=errors)
+
+
+def cursor_path(profile: str) -> Path:
+    """``$XDG_STATE_HOME/tickloop/observe/session-<escaped profile>.json``: a safe, injective name."""
+    from platformdirs import user_state_path  # noqa: PLC0415
+
+    from tickloop.audit.ledger import session_file_name  # noqa: PLC0415
+
+    return (
+        user_state_path("tickloop") / "observe" / Path(session_file_name(profile)).with_suffix(".json").name
+    )
+
+
+def load_cursors(path: Path) -> dict[str, Any]:
+    """The saved cursors; a missing or unreadable file starts fresh (each source records a baseline)."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def save_cursors(path: Path, cursors: dict[str, Any]) -> None:
+    """Write atomically (temp file, fsync, rename), so a crash leaves the old or the new file."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        json.dump(cursors, handle, sort_keys=True)
+        handle.flush()
+        os.fsync(handle.fileno())
+    tmp.replace(path)
