@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "chat": "tickloop.cli.chat:chat",
     "sessions": "tickloop.cli.sessions:sessions",
     "operator": "tickloop.cli.operator:operator",
+    "doctor": "tickloop.cli.doctor:doctor",
 }
 
 EXIT_OK = 0

@@ -103,6 +103,9 @@ def _cell(value: object) -> str:
 #: must not pay for the monitor's or the scheduler's imports.
 OPERATOR_COMMANDS = {
     "tick": "tickloop.cli.operator_tick:tick",
+    "run": "tickloop.cli.operator_run:run",
+    "install": "tickloop.cli.operator_install:install",
+    "status": "tickloop.cli.operator_status:status",
 }
 
 

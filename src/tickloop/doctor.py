@@ -1,0 +1,186 @@
+"""``tickloop doctor``: check configuration, store, model, channels, clock and dry-run; explain fixes.
+
+Each check returns ``Finding``s; none raises. Only ``send_test=True`` sends anything (one test
+notification per channel); the model check makes one tiny request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from tickloop.config import Settings, load_settings, secret, section
+from tickloop.errors import TickloopError
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One check's result: what was checked, whether it is fine, what was seen, and how to fix it."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def run_checks(env: Mapping[str, str], *, now: datetime, send_test: bool = False) -> list[Finding]:
+    """Every check, in order; a failing step never stops the rest."""
+    try:
+        settings = load_settings(env)
+    except TickloopError as exc:
+        return [Finding("config", ok=False, detail=str(exc), fix="fix the file or variable it names")]
+    findings = [Finding("config", ok=True, detail="settings load")]
+    findings += _sections(settings)
+    findings += _store(now)
+    findings += _model(settings, env)
+    findings += _channels(settings, env, send_test=send_test)
+    findings.append(_dry_run(env))
+    return findings
+
+
+def _guard(name: str, check: Callable[[], Finding], fix: str) -> Finding:
+    try:
+        return check()
+    except Exception as exc:  # noqa: BLE001  (a doctor reports every problem, it never crashes)
+        return Finding(name, ok=False, detail=f"{type(exc).__name__}: {exc}", fix=fix)
+
+
+def _sections(settings: Settings) -> list[Finding]:
+    from tickloop.notify.settings import parse_notify_settings  # noqa: PLC0415
+    from tickloop.notify.smtp import parse_smtp_settings  # noqa: PLC0415
+    from tickloop.operator.attention import AttentionSettings  # noqa: PLC0415
+    from tickloop.operator.conditions import MonitorSettings  # noqa: PLC0415
+    from tickloop.operator.gate import GateSettings  # noqa: PLC0415
+    from tickloop.operator.handlers.settings import parse_handler_settings  # noqa: PLC0415
+    from tickloop.operator.schedule import ScheduleSettings  # noqa: PLC0415
+    from tickloop.operator.sources import SourcesSettings  # noqa: PLC0415
+
+    typed: dict[str, Callable[[], object]] = {
+        "sources": lambda: section(settings, "sources", SourcesSettings),
+        "gate": lambda: section(settings, "gate", GateSettings),
+        "attention": lambda: section(settings, "attention", AttentionSettings),
+        "monitor": lambda: section(settings, "monitor", MonitorSettings),
+        "schedule": lambda: section(settings, "schedule", ScheduleSettings),
+        "handlers": lambda: parse_handler_settings(settings.handlers),
+        "smtp": lambda: parse_smtp_settings(settings.smtp),
+        "notify": lambda: parse_notify_settings(settings.notify),
+    }
+
+    def check(name: str, parse: Callable[[], object]) -> Finding:
+        parse()
+        return Finding(f"config [{name}]", ok=True, detail="valid")
+
+    return [
+        _guard(f"config [{n}]", lambda n=n, p=p: check(n, p), f"fix the [{n}] table")  # type: ignore[misc]
+        for n, p in typed.items()
+    ]
+
+
+def _store(now: datetime) -> list[Finding]:
+    from tickloop.operator.service import open_configured_store  # noqa: PLC0415
+    from tickloop.operator.store._sql import migrations  # noqa: PLC0415
+
+    fix = "set TICKLOOP_STORE (sqlite:///path or postgresql://...) and check the server is up"
+    try:
+        store = open_configured_store(migrate=False)
+    except Exception as exc:  # noqa: BLE001
+        return [Finding("store", ok=False, detail=str(exc), fix=fix)]
+    with store:
+        dialect = "postgres" if store.url.startswith("postgres") else "sqlite"
+        latest = max((v for v, _, _ in migrations(dialect)), default=0)
+        current = store.schema_version()
+        found = [Finding("store", ok=True, detail=f"{store.url} reachable")]
+        pending = current < latest
+        found.append(
+            Finding(
+                "migrations",
+                ok=not pending,
+                detail=f"schema {current} of {latest}",
+                fix="run `tickloop operator migrate`" if pending else "",
+            )
+        )
+        found += [_profile(store, p.name, p.timezone, now) for p in store.list_profiles()] or [
+            Finding("profiles", ok=False, detail="no profile", fix="run `tickloop operator init`")
+        ]
+    return found
+
+
+def _profile(store: Any, name: str, timezone: str, now: datetime) -> Finding:
+    try:
+        local = now.astimezone(ZoneInfo(timezone))
+    except (ZoneInfoNotFoundError, ValueError):
+        return Finding(
+            f"profile {name}", ok=False, detail=f"timezone {timezone!r} unknown", fix="use an IANA name"
+        )
+    goal = store.active_goal_model(name)
+    if goal is None:
+        return Finding(
+            f"profile {name}",
+            ok=False,
+            detail="no active goal model: the fast tick will refuse to act",
+            fix=f"tickloop operator goal set TITLE --activate --profile {name}",
+        )
+    return Finding(
+        f"profile {name}", ok=True, detail=f"goal v{goal.version}; local time {local:%Y-%m-%d %H:%M %Z}"
+    )
+
+
+def _model(settings: Settings, env: Mapping[str, str]) -> list[Finding]:
+    from tickloop.models.base import ChatMessage  # noqa: PLC0415
+    from tickloop.models.registry import get_model  # noqa: PLC0415
+
+    def check() -> Finding:
+        model = get_model(settings.model.name, settings, env)
+        answer = asyncio.run(model.complete([ChatMessage("user", "Reply with the word: ok")]))
+        return Finding(
+            f"model {settings.model.name}", ok=True, detail=f"answered {answer.text[:40]!r} ({model.label})"
+        )
+
+    return [_guard(f"model {settings.model.name}", check, "check [model] and the endpoint's key variable")]
+
+
+def _channels(settings: Settings, env: Mapping[str, str], *, send_test: bool) -> list[Finding]:
+    from tickloop.notify.settings import build_channels, parse_notify_settings  # noqa: PLC0415
+    from tickloop.notify.smtp import parse_smtp_settings  # noqa: PLC0415
+
+    try:
+        channels = build_channels(
+            parse_notify_settings(settings.notify),
+            smtp=parse_smtp_settings(settings.smtp),
+            secret=lambda name: secret(name, settings, env),
+        )
+    except Exception as exc:  # noqa: BLE001
+        return [Finding("notify", ok=False, detail=str(exc), fix="fix [notify] / [smtp]")]
+    if not send_test:
+        names = ", ".join(c.describe() for c in channels)
+        return [Finding("notify", ok=True, detail=f"{names} (send a test with --send-test)")]
+    results = [c.send("tickloop doctor", "A test notification from `tickloop doctor`.") for c in channels]
+    return [
+        Finding(
+            f"notify {r.channel}",
+            ok=r.ok,
+            detail="delivered" if r.ok else r.reason,
+            fix="" if r.ok else "check the channel's URL, address or credentials",
+        )
+        for r in results
+    ]
+
+
+def _dry_run(env: Mapping[str, str]) -> Finding:
+    value = env.get("TICKLOOP_DRY_RUN")
+    if value == "0":
+        return Finding(
+            "dry-run", ok=True, detail="OFF: the executor performs real side effects (TICKLOOP_DRY_RUN=0)"
+        )
+    shown = "unset" if value is None else f"TICKLOOP_DRY_RUN={value!r}"
+    return Finding("dry-run", ok=True, detail=f"ON ({shown}): the executor only logs what it would do")
+
+
+def environment() -> Mapping[str, str]:
+    """The process environment (a seam for tests)."""
+    return os.environ
