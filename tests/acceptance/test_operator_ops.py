@@ -96,3 +96,22 @@ def test_doctor_passes_on_a_healthy_setup_and_explains_problems(tmp_path: Path) 
     assert "[BAD] store" in sick.stdout
     assert "secret" not in sick.stdout  # the password never appears
     assert "fix:" in sick.stdout
+
+
+def test_init_with_flags_creates_tasks_and_writes_settings(tmp_path: Path) -> None:
+    """Non-interactive init: goal, tasks, quiet hours and a channel from flags; the config still loads."""
+    env = env_for(tmp_path)
+    result = tickloop(
+        env, "operator", "init", "--goal", "Ship", "--task", "Write", "--task", "Plot",
+        "--quiet", "23-6", "--channel", "me@example.org", "--timezone", "Europe/Berlin", "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    made = json.loads(result.stdout)
+    assert [t["title"] for t in made["tasks"]] == ["Write", "Plot"]
+    assert made["configWritten"] == ["attention", "notify"]
+    assert tickloop(env, "doctor").returncode == 0
+    refused = tickloop(
+        env, "operator", "init", "--profile", "b", "--goal", "x", "--channel", "slack://tok/en"
+    )
+    assert refused.returncode == 2
+    assert "environment variable" in refused.stderr

@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import getpass
 import json
+import os
+import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from enum import Enum
@@ -130,6 +132,9 @@ def operator() -> None:
     type=click.Path(path_type=Path, dir_okay=False),
     help="TOML file: [profile] display_name, timezone; [goal] title, body, [goal.data].",
 )
+@click.option("--task", "tasks", multiple=True, help="A first board task (repeat for more).")
+@click.option("--quiet", help="Quiet hours START-END in the person's timezone, e.g. 22-7.")
+@click.option("--channel", help="Notifications: console, an email address, or apprise:VARIABLE.")
 @json_option
 def init(
     *,
@@ -139,26 +144,81 @@ def init(
     display_name: str,
     timezone: str,
     from_file: Path | None,
+    tasks: tuple[str, ...],
+    quiet: str | None,
+    channel: str | None,
     as_json: bool,
 ) -> None:
-    """Create a profile and its first, active goal model."""
+    """Create a profile, its first active goal model and board tasks, and (optionally) quiet hours
+    and a notification channel in the config file. With no --goal or --from on a terminal, asks."""
+    from tickloop.operator import onboarding  # noqa: PLC0415
     from tickloop.operator.service import InitSpec, init_profile, read_init_file  # noqa: PLC0415
 
     if from_file is not None and goal_title is not None:
         raise ValidationError("give either --from FILE or --goal TITLE, not both")
     if from_file is None and goal_title is None:
-        raise ValidationError("say what the goal is: --goal TITLE or --from FILE.toml")
+        if not sys.stdin.isatty():
+            raise ValidationError("say what the goal is: --goal TITLE or --from FILE.toml")
+        goal_title, body, tasks, quiet, channel, timezone = _wizard(timezone)
     spec = (
         read_init_file(from_file)
         if from_file is not None
         else InitSpec(str(goal_title), body, {}, display_name, timezone)
     )
+    quiet_hours = onboarding.parse_quiet(quiet) if quiet else None
+    picked = onboarding.parse_channel(channel) if channel else None
     with _store() as store:
         made, goal = init_profile(store, profile, spec, now=_now())
+        added = [
+            store.add_task(profile, title, now=_now(), priority=len(tasks) - i)
+            for i, title in enumerate(tasks)
+        ]
+    written, skipped = _write_onboarding(onboarding.snippet(quiet_hours, picked, made.timezone), profile)
     if as_json:
-        _emit_json({"profile": made, "goal": goal})
-    else:
-        click.echo(f"profile {made.name!r} created; goal model v{goal.version} active: {goal.title}")
+        _emit_json(
+            {
+                "profile": made,
+                "goal": goal,
+                "tasks": added,
+                "configWritten": written,
+                "configSkipped": skipped,
+            }
+        )
+        return
+    click.echo(f"profile {made.name!r} created; goal model v{goal.version} active: {goal.title}")
+    click.echo(
+        f"{len(added)} board task(s) added" if added else "no board tasks yet: tickloop operator task add"
+    )
+    for name in skipped:
+        click.echo(f"[{name}] already in the config file: left as is (merge your settings by hand)")
+
+
+def _write_onboarding(sections: dict[str, str], profile: str) -> tuple[list[str], list[str]]:
+    from tickloop.config import CONFIG_ENV, default_config_path  # noqa: PLC0415
+    from tickloop.operator.onboarding import write_settings  # noqa: PLC0415
+
+    if not sections:
+        return [], []
+    path = Path(os.environ[CONFIG_ENV]) if os.environ.get(CONFIG_ENV) else default_config_path()
+    return write_settings(path, sections, profile=profile)
+
+
+def _wizard(timezone: str) -> tuple[str, str, tuple[str, ...], str, str, str]:
+    """Ask for the goal, the first tasks, quiet hours, a channel and the timezone."""
+    click.echo("Setting up the operator. It works on one goal; you can change it later.")
+    goal = click.prompt("What is the goal?", type=str).strip()
+    body = click.prompt("Say more (optional)", default="", show_default=False)
+    tasks: list[str] = []
+    while task := click.prompt(
+        f"First board task #{len(tasks) + 1} (empty to finish)", default="", show_default=False
+    ):
+        tasks.append(task.strip())
+    zone = click.prompt("Your timezone (IANA name)", default=timezone)
+    quiet = click.prompt("Quiet hours, START-END", default="22-7")
+    channel = click.prompt(
+        "Notify you via: console, your email address, or apprise:VARIABLE", default="console"
+    )
+    return goal, body, tuple(tasks), quiet, channel, zone
 
 
 @operator.command()
