@@ -10,6 +10,7 @@ no network. They read the context packet back from the prompt; they never invent
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -40,14 +41,37 @@ def _open_tasks(packet: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return sorted(tasks, key=lambda t: (-int(t.get("priority", 0)), int(t.get("id", 0))))
 
 
+_EMAIL_STEP = re.compile(r"email\s+(\S+@\S+?)\s*:\s*(.+)", re.IGNORECASE)
+_BUY_STEP = re.compile(r"buy\s+(.+?)\s+(\d+(?:\.\d+)?)\s*:\s*(.+)", re.IGNORECASE)
+
+
 def _fast(packet: Mapping[str, Any]) -> dict[str, Any]:
+    """A note about the current step; a step titled ``Email ADDRESS: subject`` becomes an email and
+    ``Buy VENDOR AMOUNT: item`` a spend, so a demo can show every rung of the ladder offline."""
     step = packet.get("current_step") or {}
     subject = step.get("title") or next((t["title"] for t in _open_tasks(packet)), None)
-    subject = subject or str(packet.get("goal", {}).get("title", "the goal"))
+    subject = str(subject or packet.get("goal", {}).get("title", "the goal"))
+    goal = str(packet.get("goal", {}).get("title", ""))
+    if match := _EMAIL_STEP.fullmatch(subject.strip()):
+        return {
+            "actionType": "email",
+            "title": match[2][:200],
+            "recipient": match[1],
+            "body": f"Hello,\n\n{match[2]}.\n\n(sent by the operator working on: {goal})",
+            "rationale": "offline model: the step asks for an email",
+        }
+    if match := _BUY_STEP.fullmatch(subject.strip()):
+        return {
+            "actionType": "spend",
+            "title": match[3][:200],
+            "vendor": match[1][:200],
+            "amount": float(match[2]),
+            "rationale": "offline model: the step asks for a purchase",
+        }
     return {
         "actionType": "note",
         "title": f"Progress note: {subject}"[:200],
-        "body": f"Working on: {subject}\nGoal: {packet.get('goal', {}).get('title', '')}",
+        "body": f"Working on: {subject}\nGoal: {goal}",
         "rationale": "offline model: record the current step as a note",
     }
 

@@ -90,3 +90,30 @@ def test_offline_critique_and_consolidation_are_schema_valid(outcome: str, failu
     summary = ask(ConsolidationOut, ContextPacket(goal=GOAL, tick="consolidate", board=BOARD))
     assert isinstance(summary, ConsolidationOut)
     assert "4 tasks, 1 done, 1 blocked" in summary.state_of_play
+
+
+@pytest.mark.parametrize(
+    ("step", "kind", "fields"),
+    [
+        (
+            "Email ada@example.org: weekly update",
+            "email",
+            {"recipient": "ada@example.org", "title": "weekly update"},
+        ),
+        (
+            "Buy Acme 42.50: a new keyboard",
+            "spend",
+            {"vendor": "Acme", "amount": 42.5, "title": "a new keyboard"},
+        ),
+        ("Emailing is hard", "note", {"title": "Progress note: Emailing is hard"}),
+    ],
+)
+def test_offline_fast_maps_step_titles_onto_the_ladder(
+    step: str, kind: str, fields: dict[str, object]
+) -> None:
+    """Deterministic offline answers can stage an email or a spend, so the demo shows every rung."""
+    out = ask(ActionIntentOut, ContextPacket(goal=GOAL, tick="fast", current_step={"id": 1, "title": step}))
+    assert isinstance(out, ActionIntentOut)
+    assert out.action_type == kind
+    for name, value in fields.items():
+        assert getattr(out, name) == value
