@@ -153,6 +153,9 @@ class Scheduler:
         try:
             steps = [Launch(launch.profile, "observe"), launch] if launch.kind == "fast" else [launch]
             for step in steps:
+                if self.stopping.is_set():  # stopping: a chained fast tick is something new
+                    self.log(f"skip {step.kind} for {step.profile}: stopping")
+                    break
                 self.log(f"start {step.kind} for {step.profile}")
                 code = await self.launcher.run(step)
                 self.log(f"exit {step.kind} for {step.profile}: {code}")

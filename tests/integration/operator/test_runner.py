@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import signal
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -44,35 +40,12 @@ def rows(tmp_path: Path) -> list[tuple[str, str]]:
         return [(r.outcome.value, r.error) for r in store.recent_progress("default", limit=10_000)]
 
 
-class SlowCalendar(BaseHTTPRequestHandler):
-    """Serves an empty calendar after one second: a tick that spends its time waiting on the network."""
-
-    def do_GET(self) -> None:
-        time.sleep(1.0)
-        body = b"BEGIN:VCALENDAR\r\nVERSION:2.0\r\nPRODID:-//t//t//EN\r\nEND:VCALENDAR\r\n"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/calendar")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the tick was killed meanwhile
-            self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002  (the stdlib's signature)
-        """Quiet."""
-
-
 @pytest.fixture
-def profile_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+def profile_env(tmp_path: Path, slow_calendar_url: str) -> dict[str, str]:
     """A SQLite store with profile `default` and a calendar source that takes a second to answer."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), SlowCalendar)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/cal.ics"
-    env = cli_env(tmp_path, f'[[sources.calendars]]\nlocation = "{url}"\n')
+    env = cli_env(tmp_path, f'[[sources.calendars]]\nlocation = "{slow_calendar_url}"\n')
     assert tickloop(env, "operator", "init", "--goal", "g").returncode == 0
-    yield env
-    server.shutdown()
-    server.server_close()
+    return env
 
 
 def test_exit_codes_and_one_row_per_run(profile_env: dict[str, str], tmp_path: Path) -> None:
