@@ -21,9 +21,9 @@ import msgspec
 
 from tickloop.audit import session_file_name
 from tickloop.cli.chat_render import Renderer
+from tickloop.cli.sessions import sessions_dir_option
 from tickloop.config import load_settings
 from tickloop.harness import (
-    DEFAULT_SESSIONS_DIR,
     Agent,
     ChatPresence,
     TickOptions,
@@ -37,15 +37,7 @@ from tickloop.models.registry import get_model
 @click.option("--session", "session_id", help="Session id to open or create (default: a new one).")
 @click.option("--model", "model_name", help="Model name (default: [model] name, usually 'offline').")
 @click.option("--audit-dir", type=click.Path(path_type=Path, file_okay=False), help="Audit ledger directory.")
-@click.option(
-    "--sessions-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=DEFAULT_SESSIONS_DIR,
-    show_default=True,
-    envvar="TICKLOOP_SESSIONS_DIR",
-    show_envvar=True,
-    help="Directory of session transcripts.",
-)
+@sessions_dir_option
 @click.option("--no-tick", is_flag=True, help="Run without the tick plugin.")
 def chat(
     *,

@@ -11,13 +11,15 @@ from tickloop.harness import DEFAULT_SESSIONS_DIR
 from tickloop.harness.catalog import list_sessions, load_session
 from tickloop.protocol.envelope import is_time_step
 
-_DIR = click.option(
+#: ``--sessions-dir``, shared by ``chat`` and ``sessions``.
+sessions_dir_option = click.option(
     "--sessions-dir",
     type=click.Path(path_type=Path, file_okay=False),
     default=DEFAULT_SESSIONS_DIR,
     show_default=True,
     envvar="TICKLOOP_SESSIONS_DIR",
     show_envvar=True,
+    help="Directory of session transcripts.",
 )
 
 
@@ -27,7 +29,7 @@ def sessions() -> None:
 
 
 @sessions.command("list")
-@_DIR
+@sessions_dir_option
 def list_command(sessions_dir: Path) -> None:
     """One line per session: id, turns, the newest turn's status, created at."""
     found = list_sessions(sessions_dir)
@@ -41,7 +43,7 @@ def list_command(sessions_dir: Path) -> None:
 
 @sessions.command()
 @click.argument("session_id")
-@_DIR
+@sessions_dir_option
 def show(session_id: str, sessions_dir: Path) -> None:
     """Print a session's transcript; plugin time steps are marked with ⏱."""
     session = load_session(sessions_dir, session_id)

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from tickloop.clock import Clock, SystemClock, utc_iso
+from tickloop.system import pid_alive
 
 PRESENCE_FILE = "chat-active.json"
 
@@ -52,15 +53,7 @@ class ChatPresence:
 def chat_active(path: Path | None = None) -> bool:
     """True while a live ``tickloop chat`` holds the flag (its process still exists)."""
     pid = _read_pid(path or presence_path())
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's live process
-    return True
+    return pid is not None and pid_alive(pid)
 
 
 def _read_pid(path: Path) -> int | None:

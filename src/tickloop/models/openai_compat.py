@@ -12,7 +12,6 @@ stream before the cancellation propagates, so an interrupt is immediate and the 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -21,6 +20,7 @@ from urllib.parse import urlsplit
 
 from tickloop.errors import ModelError
 from tickloop.models.base import ChatMessage, Completion, Finished, StreamEvent, TextDelta, Usage
+from tickloop.system import is_loopback_host
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -258,13 +258,7 @@ def _content_text(exc: Exception, *, mid_stream: bool) -> str:
 
 
 def _is_loopback(base_url: str) -> bool:
-    host = urlsplit(base_url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_host(urlsplit(base_url).hostname or "")
 
 
 def schema_name(schema: Mapping[str, Any]) -> str:

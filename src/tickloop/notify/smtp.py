@@ -18,7 +18,6 @@ TOML (``[smtp]``)::
 
 from __future__ import annotations
 
-import ipaddress
 import smtplib
 import ssl
 from collections.abc import Callable
@@ -34,6 +33,7 @@ import msgspec
 
 from tickloop.errors import ConfigError, DeliveryError, HandlerError, RecipientError
 from tickloop.notify.address import clean_subject, validate_recipient
+from tickloop.system import is_loopback_host
 
 _STRUCT = {"frozen": True, "forbid_unknown_fields": True, "rename": "camel", "kw_only": True}
 
@@ -68,7 +68,7 @@ class SmtpSettings(msgspec.Struct, **_STRUCT):
     allow_international: bool = False
 
     def __post_init__(self) -> None:
-        if self.security == "plain" and self.host and not _is_loopback(self.host):
+        if self.security == "plain" and self.host and not is_loopback_host(self.host):
             raise ConfigError(
                 f"smtp.security: plain SMTP to {self.host!r} would send mail (and any password) "
                 "unencrypted; use starttls or ssl (plain is for loopback test servers only)"
@@ -88,15 +88,6 @@ def parse_smtp_settings(data: object) -> SmtpSettings:
         return msgspec.convert(data, SmtpSettings, strict=False)
     except msgspec.ValidationError as exc:
         raise ConfigError(f"invalid [smtp] settings: {exc}") from None
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from tickloop.errors import ConflictError, NotFoundError, StoreError
 from tickloop.operator.store._rows import iso
 from tickloop.operator.store._sql import Tx, load_queries, migrations
 from tickloop.operator.store.sqlstore import SqlStore
+from tickloop.system import pid_alive
 
 #: How long a writer waits for another process's write lock before giving up (milliseconds).
 BUSY_TIMEOUT_MS = 30_000
@@ -226,22 +227,12 @@ class SQLiteStore(SqlStore):
         owner = str(row["owner"]) if row is not None else ""
         host, _, rest = owner.partition(":")
         pid_text = rest.partition(":")[0]
-        if host != os.uname().nodename or not pid_text.isdigit() or _pid_alive(int(pid_text)):
+        if host != os.uname().nodename or not pid_text.isdigit() or pid_alive(int(pid_text)):
             return False
         with self._write() as tx:
             return (
                 int(tx.run("reclaim_tick_lock", profile=profile, tick_kind=tick_kind, dead_owner=owner)) == 1
             )
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    return True
 
 
 def split_script(sql: str) -> list[str]:
