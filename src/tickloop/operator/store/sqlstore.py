@@ -15,6 +15,7 @@ from typing import Any
 
 from tickloop.errors import ConflictError, NotFoundError
 from tickloop.operator import intents as machine
+from tickloop.operator.conditions import LoopStats
 from tickloop.operator.domain import (
     AttentionSpend,
     ConditionState,
@@ -630,6 +631,25 @@ class SqlStore(Store):
         assert row is not None
         return rows.condition(row)
 
+    def list_conditions(self, profiles: Sequence[str] | None = None) -> list[ConditionState]:
+        with self._read() as tx:
+            found = tx.rows("list_conditions", profiles=_names(profiles))
+        return [rows.condition(r) for r in found]
+
+    def loop_stats(self, profiles: Sequence[str] | None = None, *, window: int) -> dict[str, LoopStats]:
+        with self._read() as tx:
+            found = tx.rows("loop_stats", profiles=_names(profiles), window=window)
+        return {
+            r["profile"]: LoopStats(
+                no_progress_streak=int(r["no_progress_streak"]),
+                newest_progress_at=rows.ts_or_none(r["newest_at"]),
+                has_active_goal=bool(r["has_active_goal"]),
+                board_unchanged_ticks=int(r["board_unchanged_ticks"]),
+                waiting_approvals=int(r["waiting_approvals"]),
+            )
+            for r in found
+        }
+
     def add_state_of_play(self, profile: str, text: str, *, now: datetime) -> StateOfPlay:
         with self._write_one() as tx:
             row = tx.one("add_state_of_play", profile=profile, text=text, now=now)
@@ -640,6 +660,11 @@ class SqlStore(Store):
         with self._read() as tx:
             row = tx.one("latest_state_of_play", profile=profile)
         return None if row is None else rows.state_of_play(row)
+
+
+def _names(profiles: Sequence[str] | None) -> str | None:
+    """A set of profile names as one JSON-array parameter (None: every profile)."""
+    return None if profiles is None else dumps("profiles", sorted(set(profiles)))
 
 
 def _lost(kind: str, row_id: int, profile: str, expected: object, found: object) -> None:
