@@ -103,6 +103,9 @@ def _cell(value: object) -> str:
 #: must not pay for the monitor's or the scheduler's imports.
 OPERATOR_COMMANDS = {
     "tick": "tickloop.cli.operator_tick:tick",
+    "monitor": "tickloop.cli.operator_monitor:monitor",
+    "attention": "tickloop.cli.operator_monitor:attention",
+    "digest": "tickloop.cli.operator_monitor:digest",
 }
 
 
