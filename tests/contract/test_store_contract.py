@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tickloop.errors import ConflictError, NotFoundError, TransitionError, ValidationError
+from tickloop.operator.conditions import Flagged
 from tickloop.operator.domain import (
     PROGRESS_OUTCOMES,
     DecisionKind,
@@ -506,6 +507,36 @@ def test_loop_stats_streaks_goal_and_approvals(store: Store) -> None:
     store.add_goal_model("q", title="g", now=NOW)
     store.activate_goal_model("q", 1, now=NOW)
     assert store.loop_stats(["q"], window=5)["q"].has_active_goal is True
+
+
+FLAG_CASES = [
+    # (what p has, flagged?)
+    ("healthy", False),
+    ("stuck", True),
+    ("silent", True),
+    ("frozen", True),
+    ("no goal", True),
+    ("active condition", True),
+]
+
+
+@pytest.mark.parametrize(("state", "flagged"), FLAG_CASES, ids=[c[0] for c in FLAG_CASES])
+def test_loop_stats_flagged_filter_returns_only_profiles_worth_a_look(
+    store: Store, state: str, flagged: bool
+) -> None:
+    """With a filter, a healthy profile is not returned; any that could hold a condition is."""
+    if state != "no goal":
+        store.add_goal_model("p", title="g", now=NOW)
+        store.activate_goal_model("p", 1, now=NOW)
+    outcome = Outcome.NOOP if state == "stuck" else Outcome.DONE
+    for n in range(3):
+        board = "same" if state == "frozen" else f"b{n}"
+        _row(store, "fast", outcome, board, n - (7200 if state == "silent" else 0))
+    if state == "active condition":
+        store.put_condition("p", "stuck", active=True, since=NOW, now=NOW)
+    limits = Flagged(min_streak=3, min_board=3, silent_before=NOW - timedelta(hours=1))
+    assert ("p" in store.loop_stats(["p"], window=10, flagged=limits)) is flagged
+    assert "q" in store.loop_stats(window=10, flagged=limits)  # q has no goal: always worth a look
 
 
 @pytest.mark.parametrize("outcome", list(Outcome))

@@ -40,12 +40,9 @@ def monitor(profile: str | None, all_profiles: bool) -> None:  # noqa: FBT001  (
         log=lambda line: click.echo(line, err=True),
     )
     if report is not None:
-        if profile is not None and report.profiles == 0:
-            click.echo(f"monitor: no profile {profile!r}", err=True)
         sent = sum(1 for _, _, ok in report.notices if ok)
-        click.echo(
-            f"monitor: {report.profiles} profile(s), {len(report.notices)} notice(s), {sent} delivered"
-        )
+        flagged, notices = report.profiles, len(report.notices)
+        click.echo(f"monitor: {flagged} profile(s) flagged, {notices} notice(s), {sent} delivered")
     sys.exit(0)
 
 

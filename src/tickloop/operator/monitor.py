@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from tickloop.config import Settings
+from tickloop.errors import NotFoundError
 from tickloop.operator.attention import Candidate, Kind
 from tickloop.operator.conditions import (
     Condition,
@@ -27,6 +28,7 @@ from tickloop.operator.conditions import (
     Notice,
     NoticeKind,
     detect,
+    flagged_filter,
     step,
 )
 from tickloop.operator.domain import ConditionState
@@ -44,7 +46,7 @@ Log = Callable[[str], None]
 class PassReport:
     """What one pass did."""
 
-    profiles: int = 0
+    profiles: int = 0  #: profiles the store flagged as worth a look (a healthy one is not read)
     notices: list[tuple[str, Notice, bool]] = field(default_factory=list)  #: (profile, notice, sent)
     errors: list[str] = field(default_factory=list)
 
@@ -60,6 +62,11 @@ def monitor_pass(
 ) -> PassReport:
     """One pass over ``profiles`` (None: all). Errors in one profile are reported, not raised."""
     report = PassReport()
+    for name in profiles or ():
+        try:
+            store.get_profile(name)
+        except NotFoundError as exc:
+            report.errors.append(exc.message)
     overrides = {name: _settings(settings, name) for name in settings.profiles}
     default = profile_section(settings, "", "monitor", MonitorSettings)
     window = 1 + max(max(s.stuck_streak, s.board_frozen_ticks) for s in [default, *overrides.values()])
@@ -67,17 +74,18 @@ def monitor_pass(
     def monitor_settings(profile: str) -> MonitorSettings:
         return overrides.get(profile, default)
 
-    first = store.loop_stats(profiles, window=window)
+    flagged = flagged_filter([default, *overrides.values()], now=now)
+    first = store.loop_stats(profiles, window=window, flagged=flagged)
     report.profiles = len(first)
     memory: dict[str, dict[str, ConditionState]] = {}
-    for state in store.list_conditions(profiles):
+    for state in store.list_conditions(sorted(first)) if first else ():
         memory.setdefault(state.profile, {})[state.name] = state
     found = {p: detect(stats, now=now, settings=monitor_settings(p)) for p, stats in first.items()}
     # A profile with nothing holding on the first read and nothing active in memory cannot change
     # state this pass, whatever the second read says (step needs both reads to agree), so only the
     # others are read again: still one query.
     again = sorted(p for p in first if found[p] or any(m.active for m in memory.get(p, {}).values()))
-    second = store.loop_stats(again, window=window) if again else {}
+    second = store.loop_stats(again, window=window, flagged=flagged) if again else {}
     make = notifier_for or (lambda p: Notifier(store, p, settings, env))
     for profile in again:
         try:

@@ -183,11 +183,11 @@ class FlappingStore:
     def __init__(self, inner: Store, between: Callable[[], None]) -> None:
         self.inner, self.between, self.reads = inner, between, 0
 
-    def loop_stats(self, profiles: Any = None, *, window: int) -> Any:
+    def loop_stats(self, profiles: Any = None, *, window: int, flagged: Any = None) -> Any:
         self.reads += 1
         if self.reads == 2:
             self.between()
-        return self.inner.loop_stats(profiles, window=window)
+        return self.inner.loop_stats(profiles, window=window, flagged=flagged)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

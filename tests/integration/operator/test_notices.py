@@ -282,7 +282,8 @@ def test_monitor_notice_reaches_a_real_apprise_endpoint(store: Store) -> None:
 
 def cli(tmp_path: Path, store_url: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TICKLOOP_")}
-    (tmp_path / "config.toml").write_text("")
+    # No quiet window: the CLI runs at the real time of day.
+    (tmp_path / "config.toml").write_text("[attention]\nquietStart = 0\nquietEnd = 0\n")
     env.update(
         TICKLOOP_STORE=store_url,
         TICKLOOP_CONFIG=str(tmp_path / "config.toml"),
@@ -321,7 +322,7 @@ def test_cli_monitor_attention_and_digest(tmp_path: Path) -> None:
         store.record_progress("p", NewProgress("fast", Outcome.DONE, old, old, state_hash="h"))
     run = cli(tmp_path, url, "monitor", "--profile", "p")
     assert run.returncode == 0, run.stderr
-    assert "monitor: 1 profile(s)" in run.stdout
+    assert "monitor: 1 profile(s) flagged, 1 notice(s), 1 delivered" in run.stdout
     shown = cli(tmp_path, url, "attention", "--profile", "p", "--json")
     assert shown.returncode == 0, shown.stderr
     checks = {r["check"] for r in json.loads(shown.stdout)}

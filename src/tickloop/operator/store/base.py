@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any
 
-from tickloop.operator.conditions import LoopStats
+from tickloop.operator.conditions import Flagged, LoopStats
 from tickloop.operator.domain import (
     AttentionSpend,
     ConditionState,
@@ -393,9 +393,14 @@ class Store(ABC):
         query: the monitor reads all its memory at once, never a profile at a time."""
 
     @abstractmethod
-    def loop_stats(self, profiles: Sequence[str] | None = None, *, window: int) -> dict[str, LoopStats]:
+    def loop_stats(
+        self, profiles: Sequence[str] | None = None, *, window: int, flagged: Flagged | None = None
+    ) -> dict[str, LoopStats]:
         """What the stall monitor reads about each profile of ``profiles`` (None: every profile), in
-        one set-based query however many profiles there are. Every profile in scope has an entry.
+        one set-based query however many profiles there are. Every profile in scope has an entry,
+        unless ``flagged`` is given: then only those with ``no_progress_streak >= min_streak``, or
+        ``board_unchanged_ticks >= min_board``, or ``newest_progress_at <= silent_before``, or no
+        active goal model, or an active monitor condition (a healthy fleet returns nothing).
 
         - ``no_progress_streak``: the newest ``fast`` rows in a row whose outcome is not in
           ``PROGRESS_OUTCOMES``, counted over at most the newest ``window`` fast rows;

@@ -16,7 +16,7 @@ from typing import Any
 
 from tickloop.errors import ConflictError, NotFoundError
 from tickloop.operator import intents as machine
-from tickloop.operator.conditions import LoopStats
+from tickloop.operator.conditions import Flagged, LoopStats
 from tickloop.operator.domain import (
     PROGRESS_OUTCOMES,
     AttentionSpend,
@@ -621,10 +621,16 @@ class MemoryStore(Store):
             found = [c for c in self.conditions.values() if wanted is None or c.profile in wanted]
         return sorted(found, key=lambda c: (c.profile, c.name))
 
-    def loop_stats(self, profiles: Sequence[str] | None = None, *, window: int) -> dict[str, LoopStats]:
+    def loop_stats(
+        self, profiles: Sequence[str] | None = None, *, window: int, flagged: Flagged | None = None
+    ) -> dict[str, LoopStats]:
         with self._lock:
-            names = sorted(self.profiles) if profiles is None else [p for p in profiles if p in self.profiles]
-            return {name: self._loop_stats(name, window) for name in names}
+            names = sorted(self.profiles if profiles is None else set(profiles) & set(self.profiles))
+            found = {name: self._loop_stats(name, window) for name in names}
+            if flagged is None:
+                return found
+            active = {c.profile for c in self.conditions.values() if c.active}
+            return {name: stats for name, stats in found.items() if _flagged(name, stats, flagged, active)}
 
     def _loop_stats(self, name: str, window: int) -> LoopStats:
         rows = self.progress.get(name, [])
@@ -684,6 +690,17 @@ class MemoryStore(Store):
                 with self._lock:
                     if self.locks.get(key, ("", now))[0] == owner:
                         del self.locks[key]
+
+
+def _flagged(name: str, stats: LoopStats, flagged: Flagged, active: set[str]) -> bool:
+    newest = stats.newest_progress_at
+    return (
+        stats.no_progress_streak >= flagged.min_streak
+        or stats.board_unchanged_ticks >= flagged.min_board
+        or (newest is not None and newest <= flagged.silent_before)
+        or not stats.has_active_goal
+        or name in active
+    )
 
 
 def _round_trip(text: str) -> Any:

@@ -10,12 +10,12 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tickloop.errors import ConflictError, NotFoundError
 from tickloop.operator import intents as machine
-from tickloop.operator.conditions import LoopStats
+from tickloop.operator.conditions import Flagged, LoopStats
 from tickloop.operator.domain import (
     AttentionSpend,
     ConditionState,
@@ -636,13 +636,25 @@ class SqlStore(Store):
             found = tx.rows("list_conditions", profiles=_names(profiles))
         return [rows.condition(r) for r in found]
 
-    def loop_stats(self, profiles: Sequence[str] | None = None, *, window: int) -> dict[str, LoopStats]:
+    def loop_stats(
+        self, profiles: Sequence[str] | None = None, *, window: int, flagged: Flagged | None = None
+    ) -> dict[str, LoopStats]:
+        limits: dict[str, Any] = {"min_streak": 0, "min_board": 0, "silent_before": None}
+        if flagged is not None:
+            limits = {
+                "min_streak": flagged.min_streak,
+                "min_board": flagged.min_board,
+                "silent_before": flagged.silent_before,
+            }
         with self._read() as tx:
-            found = tx.rows("loop_stats", profiles=_names(profiles), window=window)
+            if profiles is None:
+                found = tx.rows("loop_stats_all", window=window, **limits)
+            else:
+                found = tx.rows("loop_stats", profiles=_names(profiles), window=window, **limits)
         return {
             r["profile"]: LoopStats(
                 no_progress_streak=int(r["no_progress_streak"]),
-                newest_progress_at=rows.ts_or_none(r["newest_at"]),
+                newest_progress_at=_moment(r["newest_at"]),
                 has_active_goal=bool(r["has_active_goal"]),
                 board_unchanged_ticks=int(r["board_unchanged_ticks"]),
                 waiting_approvals=int(r["waiting_approvals"]),
@@ -660,6 +672,16 @@ class SqlStore(Store):
         with self._read() as tx:
             row = tx.one("latest_state_of_play", profile=profile)
         return None if row is None else rows.state_of_play(row)
+
+
+def _moment(value: object) -> datetime | None:
+    """A time from an aggregate: SQLite's stored text, or PostgreSQL's epoch seconds (converting
+    10,000 server-zone datetimes costs more than the query)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return rows.ts(value)
+    return datetime.fromtimestamp(float(value), UTC)  # type: ignore[arg-type]
 
 
 def _names(profiles: Sequence[str] | None) -> str | None:
