@@ -41,7 +41,7 @@ from tickloop.operator.attention import (
     worth_clarifying,
 )
 from tickloop.operator.conditions import MonitorSettings
-from tickloop.operator.domain import Notification
+from tickloop.operator.domain import Intent, Notification
 from tickloop.operator.store import Store
 from tickloop.operator.store.base import EPOCH
 
@@ -210,6 +210,40 @@ def attention_records(store: Store, profile: str, *, since: datetime = EPOCH) ->
     """Every recorded decision since ``since``, newest first."""
     notes = store.list_notifications(profile, since=since, limit=100_000)
     return [read_record(n) for n in notes if n.channel == ATTENTION and n.kind == ATTENTION]
+
+
+# -- candidates from the loop's other parts ------------------------------------------------------------
+
+#: how likely the person wants each kind of unsolicited notice now (tau* is 0.8 by default).
+GATE_STOP_SCORE = 0.85
+DRIFT_SCORE = 0.85
+
+
+def approval_candidate(intent: Intent) -> Candidate:
+    """An intent waiting at ``requires_approval``. One fed by untrusted input does not ping (its title
+    may be an attacker's words); it waits in ``tickloop operator intents`` and the monitor's
+    "waiting on your approval" notice, in the operator's own words, points the person there."""
+    return Candidate(
+        Kind.APPROVAL, f"approval needed: intent #{intent.id} {intent.title}", 1.0, intent.origin.tainted
+    )
+
+
+def gate_stop_candidate(intent: Intent) -> Candidate:
+    """The gate blocked an action the fast tick proposed."""
+    reasons = ", ".join(intent.verdict_reasons) or "no reason recorded"
+    return Candidate(
+        Kind.NOTICE,
+        f"blocked: intent #{intent.id} {intent.title} ({reasons})",
+        GATE_STOP_SCORE,
+        intent.origin.tainted,
+    )
+
+
+def drift_candidate(flags: Sequence[str], *, tainted: bool) -> Candidate | None:
+    """The slow review's drift flags, as one notice (None: no flags, nothing to say)."""
+    if not flags:
+        return None
+    return Candidate(Kind.NOTICE, "drift: " + "; ".join(flags), DRIFT_SCORE, tainted)
 
 
 # -- the notifier ------------------------------------------------------------------------------------

@@ -329,3 +329,21 @@ def test_cli_monitor_attention_and_digest(tmp_path: Path) -> None:
     assert checks  # silent fired; its decision (sent, held or budgeted) is on record
     assert cli(tmp_path, url, "attention", "--profile", "p", "--today").returncode == 0
     assert cli(tmp_path, url, "digest", "--profile", "p").returncode == 0
+
+
+@pytest.mark.parametrize(("tainted", "check"), [(False, Check.EXEMPT), (True, Check.UNTRUSTED)])
+def test_approval_ping_for_a_tainted_intent_stays_silent(
+    store: Store, tmp_path: Path, tainted: bool, check: Check
+) -> None:
+    """An approval request fed by untrusted input never pings; a clean one does, without budget."""
+    from tickloop.operator.domain import IntentOrigin, NewIntent, Verdict  # noqa: PLC0415
+    from tickloop.operator.notices import approval_candidate  # noqa: PLC0415
+
+    staged = NewIntent("note", "reply to mail", origin=IntentOrigin("fast", tainted=tainted))
+    intent = store.stage_intent("p", staged, now=NOON)
+    intent = store.record_verdict("p", intent.id, Verdict.REQUIRES_APPROVAL, ["rule"], now=NOON)
+    decision = Notifier(store, "p", settings_for(tmp_path), {}).consider(
+        approval_candidate(intent), now=NOON, source="gate"
+    )
+    assert decision.check is check
+    assert decision.sent is not tainted
