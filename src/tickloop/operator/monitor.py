@@ -32,7 +32,7 @@ from tickloop.operator.conditions import (
     step,
 )
 from tickloop.operator.domain import ConditionState
-from tickloop.operator.notices import Notifier, profile_section
+from tickloop.operator.notices import Notifier, profile_section, validate_profile_overrides
 from tickloop.operator.store import Store
 
 #: how sure the monitor is that a firing condition deserves the person's attention (above tau* 0.8).
@@ -235,6 +235,7 @@ def run_monitor(
         backoff = timedelta(
             minutes=profile_section(settings, "", "monitor", MonitorSettings).error_backoff_min
         )
+        validate_profile_overrides(settings)  # a typo fails this run, not the first alert
         store = open_store()
         report = monitor_pass(store, settings, now=now, env=env, profiles=profiles)
     except Exception as exc:  # noqa: BLE001  (the monitor must never crash-loop)
