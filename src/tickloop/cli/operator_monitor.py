@@ -21,8 +21,8 @@ def monitor(profile: str | None, all_profiles: bool) -> None:  # noqa: FBT001  (
     Reads every profile's progress rows and state independently of the loop (so it sees a loop that
     stopped running), advances the conditions STUCK, SILENT, NO_GOAL and BOARD_FROZEN, and sends their
     notices through the attention layer. Any failure is written to stderr (and to the store when it
-    is reachable), and the next runs back off for [monitor] errorBackoffMin minutes. Schedule it on its
-    own timer, e.g. every 15 minutes.
+    is reachable), and the next runs back off for [monitor] errorBackoffMin minutes. It runs on its
+    own timer (the schedule's `monitor` cadence: every 5 minutes by default).
     """
     if profile is not None and all_profiles:
         click.echo("monitor: --profile and --all are exclusive; running for every profile", err=True)
