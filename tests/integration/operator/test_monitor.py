@@ -256,3 +256,14 @@ def test_monitor_reads_only_the_named_profile(store: Store, tmp_path: Path) -> N
     assert report.profiles == 1
     assert delivered(tmp_path) == []
     assert ATTENTION not in {n.channel for n in store.list_notifications("p")}
+
+
+def test_recovery_is_not_swallowed_by_the_minimum_gap(store: Store, tmp_path: Path) -> None:
+    """With the shipped 90-minute gap, a condition that clears 10 minutes after firing still says so."""
+    settings = make_settings(tmp_path, attention={"quietStart": 0, "quietEnd": 0})
+    _stuck(store)
+    monitor_pass(store, settings, now=T0, env={})
+    row(store, T0 + timedelta(minutes=10), Outcome.DONE)
+    monitor_pass(store, settings, now=T0 + timedelta(minutes=10), env={})
+    assert sent_for(store, "stuck") == ["fire", "recovery"]
+    assert len(store.attention_spends("p")) == 1, "only the firing notice spent budget"
