@@ -180,8 +180,8 @@ def test_another_profiles_intent_is_not_found(cli: Cli) -> None:
 def test_migrate_reports_schema_version(tmp_path: Path) -> None:
     """`migrate` on a fresh store applies every migration and reports the version."""
     out = Cli(tmp_path).run("migrate").stdout
-    assert "0001, 0002" in out
-    assert "schema version 2" in out
+    assert "0001, 0002, 0003" in out
+    assert "schema version 3" in out
 
 
 def test_store_url_password_never_printed(tmp_path: Path) -> None:

@@ -7,7 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tickloop.errors import ConflictError, NotFoundError, TransitionError, ValidationError
+from tickloop.operator.conditions import Flagged
 from tickloop.operator.domain import (
+    PROGRESS_OUTCOMES,
     DecisionKind,
     GoalStatus,
     IntentOrigin,
@@ -467,6 +469,83 @@ def test_notification_log_and_monitor_conditions(store: Store) -> None:
     sent = store.log_notification("p", channel="email", kind="stuck", subject="s", body="b", now=NOW)
     assert store.list_notifications("p") == [sent]
     assert store.list_notifications("p", since=LATER) == []
+
+
+def test_list_conditions_reads_every_profile_at_once(store: Store) -> None:
+    """The monitor reads all its memory in one call, optionally limited to some profiles."""
+    store.put_condition("p", "stuck", active=True, since=NOW, now=NOW)
+    store.put_condition("q", "silent", active=False, now=NOW)
+    assert [(c.profile, c.name) for c in store.list_conditions()] == [("p", "stuck"), ("q", "silent")]
+    assert [c.name for c in store.list_conditions(["q", "nobody"])] == ["silent"]
+    assert store.list_conditions([]) == []
+
+
+def _row(store: Store, kind: str, outcome: Outcome, board: str, second: int) -> None:
+    at = NOW + timedelta(seconds=second)
+    store.record_progress("p", NewProgress(kind, outcome, at, at, state_hash=board))
+
+
+def test_loop_stats_streaks_goal_and_approvals(store: Store) -> None:
+    """Streaks count the newest rows only: fast ticks without progress, and rows with the newest board."""
+    _row(store, "fast", Outcome.DONE, "b1", 0)
+    _row(store, "fast", Outcome.NOOP, "b1", 1)
+    _row(store, "observe", Outcome.DONE, "b2", 2)  # not a fast tick: does not end the no-progress streak
+    _row(store, "fast", Outcome.GATE_STOP, "b2", 3)
+    _row(store, "fast", Outcome.FAILED, "b2", 4)
+    staged(store, Verdict.REQUIRES_APPROVAL)
+    stats = store.loop_stats(window=50)
+    assert set(stats) == {"p", "q"}
+    p = stats["p"]
+    assert (p.no_progress_streak, p.board_unchanged_ticks, p.waiting_approvals) == (3, 3, 1)
+    assert p.newest_progress_at == NOW + timedelta(seconds=4)
+    assert p.has_active_goal is False
+    q = stats["q"]
+    assert (q.no_progress_streak, q.board_unchanged_ticks, q.newest_progress_at) == (0, 0, None)
+    assert store.loop_stats(window=2)["p"].no_progress_streak == 2  # capped by the window
+    assert store.loop_stats(window=2)["p"].board_unchanged_ticks == 2
+    assert list(store.loop_stats(["q", "nobody"], window=5)) == ["q"]
+    store.add_goal_model("q", title="g", now=NOW)
+    store.activate_goal_model("q", 1, now=NOW)
+    assert store.loop_stats(["q"], window=5)["q"].has_active_goal is True
+
+
+FLAG_CASES = [
+    # (what p has, flagged?)
+    ("healthy", False),
+    ("stuck", True),
+    ("silent", True),
+    ("frozen", True),
+    ("no goal", True),
+    ("active condition", True),
+]
+
+
+@pytest.mark.parametrize(("state", "flagged"), FLAG_CASES, ids=[c[0] for c in FLAG_CASES])
+def test_loop_stats_flagged_filter_returns_only_profiles_worth_a_look(
+    store: Store, state: str, flagged: bool
+) -> None:
+    """With a filter, a healthy profile is not returned; any that could hold a condition is."""
+    if state != "no goal":
+        store.add_goal_model("p", title="g", now=NOW)
+        store.activate_goal_model("p", 1, now=NOW)
+    outcome = Outcome.NOOP if state == "stuck" else Outcome.DONE
+    for n in range(3):
+        board = "same" if state == "frozen" else f"b{n}"
+        _row(store, "fast", outcome, board, n - (7200 if state == "silent" else 0))
+    if state == "active condition":
+        store.put_condition("p", "stuck", active=True, since=NOW, now=NOW)
+    limits = Flagged(min_streak=3, min_board=3, silent_before=NOW - timedelta(hours=1))
+    assert ("p" in store.loop_stats(["p"], window=10, flagged=limits)) is flagged
+    assert "q" in store.loop_stats(window=10, flagged=limits)  # q has no goal: always worth a look
+
+
+@pytest.mark.parametrize("outcome", list(Outcome))
+def test_loop_stats_counts_exactly_the_progress_outcomes(store: Store, outcome: Outcome) -> None:
+    """A fast row ends the no-progress streak exactly when its outcome is in PROGRESS_OUTCOMES."""
+    _row(store, "fast", Outcome.NOOP, "b", 0)
+    _row(store, "fast", outcome, "b", 1)
+    streak = store.loop_stats(["p"], window=10)["p"].no_progress_streak
+    assert streak == (0 if outcome in PROGRESS_OUTCOMES else 2)
 
 
 def test_latest_state_of_play(store: Store) -> None:

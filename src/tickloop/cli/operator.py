@@ -108,6 +108,9 @@ OPERATOR_COMMANDS = {
     "run": "tickloop.cli.operator_run:run",
     "install": "tickloop.cli.operator_install:install",
     "status": "tickloop.cli.operator_status:status",
+    "monitor": "tickloop.cli.operator_monitor:monitor",
+    "attention": "tickloop.cli.operator_monitor:attention",
+    "digest": "tickloop.cli.operator_monitor:digest",
 }
 
 

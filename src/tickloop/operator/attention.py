@@ -79,6 +79,9 @@ class Kind(StrEnum):
     NOTICE = "notice"  #: an unsolicited update (monitor conditions, gate stops, reviews)
     APPROVAL = "approval"  #: an intent waiting for a decision: exempt from the budget
     CLARIFY = "clarify"  #: a clarifying question about the goal
+    #: the one recovery notice closing a delivered alert: already paid for, so exempt from the
+    #: threshold and the budget (a 90-minute gap must not swallow "it cleared")
+    RECOVERY = "recovery"
 
 
 class Check(StrEnum):
@@ -141,7 +144,8 @@ def screen(  # noqa: PLR0911  (one return per check, in the seed's order)
     if not candidate.actionable:
         return Screening(Check.NOT_ACTIONABLE)
     approval = candidate.kind is Kind.APPROVAL
-    if not approval and candidate.score < settings.threshold:
+    exempt = approval or candidate.kind is Kind.RECOVERY
+    if not exempt and candidate.score < settings.threshold:
         return Screening(Check.BELOW_THRESHOLD)
     quiet_end = quiet_until(now, settings)
     if quiet_end is not None:
@@ -152,6 +156,8 @@ def screen(  # noqa: PLR0911  (one return per check, in the seed's order)
     if approval:
         if approvals_today >= settings.approval_cap:
             return Screening(Check.APPROVAL_CAP, to_digest=True)
+        return Screening(Check.EXEMPT, deliver=True)
+    if exempt:
         return Screening(Check.EXEMPT, deliver=True)
     return Screening(Check.BUDGET, deliver=True, needs_budget=True)
 

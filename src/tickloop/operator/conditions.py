@@ -9,6 +9,7 @@ and exactly one recovery notice when it clears, only if its firing notice was de
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -59,6 +60,27 @@ class LoopStats:
     has_active_goal: bool
     board_unchanged_ticks: int  #: newest ticks in a row that saw the same board hash
     waiting_approvals: int  #: intents waiting on the person
+
+
+@dataclass(frozen=True, slots=True)
+class Flagged:
+    """A conservative pre-filter the store applies to ``loop_stats``: only profiles where some
+    condition could hold (or whose memory has an active one) come back. Built by ``flagged_filter``."""
+
+    min_streak: int  #: the smallest stuck threshold in use
+    min_board: int  #: the smallest board-frozen threshold in use
+    silent_before: datetime  #: newest rows at or before this may be silent
+    # NO_GOAL needs no field: every profile without an active goal model is flagged.
+
+
+def flagged_filter(settings: Iterable[MonitorSettings], *, now: datetime) -> Flagged:
+    """The filter that lets through every profile any of ``settings`` could report."""
+    chosen = list(settings)
+    return Flagged(
+        min_streak=min(s.stuck_streak for s in chosen),
+        min_board=min(s.board_frozen_ticks for s in chosen),
+        silent_before=now - timedelta(minutes=min(s.silent_minutes for s in chosen)),
+    )
 
 
 def detect(stats: LoopStats, *, now: datetime, settings: MonitorSettings) -> dict[Condition, str]:

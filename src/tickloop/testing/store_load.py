@@ -87,6 +87,29 @@ def seed_progress(
     _rows_to_db(url, "progress", _PROGRESS_COLUMNS, rows())
 
 
+def seed_fleet(url: str, profiles: int, rows_each: int, *, at: datetime = T0) -> list[str]:
+    """``profiles`` profiles ``fleet-N``, each with an active goal model and ``rows_each`` fresh fast
+    progress rows that made progress (a healthy fleet: the monitor finds nothing to report)."""
+    names = [f"fleet-{n:06d}" for n in range(profiles)]
+    when = _time(url, at)
+    _rows_to_db(
+        url, "profiles", "name, display_name, timezone, created_at", ((n, "", "UTC", when) for n in names)
+    )
+    _rows_to_db(
+        url,
+        "goal_models",
+        "profile, version, status, title, body, data, created_at, activated_at",
+        ((n, 1, "active", "g", "", "{}", when, when) for n in names),
+    )
+    _rows_to_db(
+        url,
+        "progress",
+        _PROGRESS_COLUMNS,
+        ((n, "fast", "done", f"sha256:{i:x}", "", "", when, when) for n in names for i in range(rows_each)),
+    )
+    return names
+
+
 # -- workers ---------------------------------------------------------------------------------------
 
 

@@ -49,10 +49,10 @@ def test_eight_processes_claim_each_intent_exactly_once(url: str) -> None:
         assert all(owners[i] == f"ex-{n}" for i in ids)
 
 
-def test_sixteen_spenders_never_exceed_cap(url: str) -> None:
-    """16 processes spending at the same moment: exactly the daily cap is spent, never more."""
+def test_thirty_two_spenders_never_exceed_cap(url: str) -> None:
+    """32 processes spending at the same moment: exactly the daily cap is spent, never more."""
     args = {"url": url, "profile": "p", "cap": 6, "gap_min": 0, "budget": "cap", "minutes": [0] * 10}
-    results = run_processes([("spend", args)] * 16)
+    results = run_processes([("spend", args)] * 32)
     assert sum(len(spent) for spent in results) == 6
     with open_store(url) as store:
         assert len(store.attention_spends("p")) == 6

@@ -33,5 +33,5 @@ def test_throwaway_server_from_installed_binaries_serves_a_store() -> None:
     assert answers(url) is None
     schema, store_url = create_schema(url)
     with open_store(store_url) as store:
-        assert store.schema_version() == 2
+        assert store.schema_version() == 3
     drop_schema(url, schema)

@@ -204,3 +204,28 @@ def test_invalid_attention_settings_name_the_key(raw: dict[str, object], fragmen
     """A bad value or unknown key in the profile's attention settings fails, naming it."""
     with pytest.raises((msgspec.ValidationError, ConfigError), match=fragment.replace("/", ".")):
         msgspec.convert(raw, AttentionSettings)
+
+
+RECOVERY_CASES = [
+    # (score, time, approvals today, deciding check)
+    (0.1, NOON, 0, Check.EXEMPT),  # under tau*: still sent, it closes an alert already paid for
+    (0.1, NOON, 999, Check.EXEMPT),  # the approval cap does not apply
+    (0.9, NOON.replace(hour=23), 0, Check.QUIET_HOURS),  # but quiet hours still hold it
+]
+
+
+@pytest.mark.parametrize(("score", "now", "approvals", "check"), RECOVERY_CASES)
+def test_recovery_notices_skip_threshold_and_budget_but_not_quiet_hours(
+    score: float, now: datetime, approvals: int, check: Check
+) -> None:
+    """A recovery notice is exempt from the threshold, budget and cap, and still respects quiet hours."""
+    candidate = Candidate(Kind.RECOVERY, "recovered", score=score)
+    got = screen(candidate, now=now, settings=DEFAULTS, approvals_today=approvals)
+    assert got.check is check
+    assert got.needs_budget is False
+
+
+def test_tainted_recovery_stays_silent() -> None:
+    """Exemption from the budget is not exemption from the untrusted-content rule."""
+    candidate = Candidate(Kind.RECOVERY, "recovered", score=1.0, tainted=True)
+    assert screen(candidate, now=NOON, settings=DEFAULTS).check is Check.UNTRUSTED

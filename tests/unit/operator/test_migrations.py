@@ -37,9 +37,9 @@ def _upgrade(url: str) -> None:
         assert store.schema_version() == 1
         store.create_profile("p", now=NOW)
         store.add_note("p", "written under the first schema", now=NOW)
-        assert store.migrate() == [2]
+        assert store.migrate() == [2, 3]
         assert store.migrate() == []
-        assert store.schema_version() == 2
+        assert store.schema_version() == 3
         assert [n.text for n in store.search_notes("p", "first schema")] == ["written under the first schema"]
         assert store.get_profile("p").created_at == NOW
 

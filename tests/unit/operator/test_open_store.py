@@ -27,7 +27,7 @@ def test_sqlite_url_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "deep" / "s.db"
     with open_store(f"sqlite://{path}") as store:
         assert isinstance(store, SQLiteStore)
-        assert store.schema_version() == 2
+        assert store.schema_version() == 3
     assert path.exists()
 
 

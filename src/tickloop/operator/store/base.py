@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any
 
+from tickloop.operator.conditions import Flagged, LoopStats
 from tickloop.operator.domain import (
     AttentionSpend,
     ConditionState,
@@ -385,6 +386,29 @@ class Store(ABC):
         last_notified_at: datetime | None = None,
     ) -> ConditionState:
         """Write the monitor's state for one condition."""
+
+    @abstractmethod
+    def list_conditions(self, profiles: Sequence[str] | None = None) -> list[ConditionState]:
+        """The monitor's state of every condition of ``profiles`` (None: every profile), in one
+        query: the monitor reads all its memory at once, never a profile at a time."""
+
+    @abstractmethod
+    def loop_stats(
+        self, profiles: Sequence[str] | None = None, *, window: int, flagged: Flagged | None = None
+    ) -> dict[str, LoopStats]:
+        """What the stall monitor reads about each profile of ``profiles`` (None: every profile), in
+        one set-based query however many profiles there are. Every profile in scope has an entry,
+        unless ``flagged`` is given: then only those with ``no_progress_streak >= min_streak``, or
+        ``board_unchanged_ticks >= min_board``, or ``newest_progress_at <= silent_before``, or no
+        active goal model, or an active monitor condition (a healthy fleet returns nothing).
+
+        - ``no_progress_streak``: the newest ``fast`` rows in a row whose outcome is not in
+          ``PROGRESS_OUTCOMES``, counted over at most the newest ``window`` fast rows;
+        - ``newest_progress_at``: ``ended_at`` of the newest row of any kind (None: never ran);
+        - ``has_active_goal``; ``waiting_approvals``: intents at ``requires_approval``;
+        - ``board_unchanged_ticks``: the newest rows (any kind) in a row whose ``state_hash`` equals
+          the newest row's, counted over at most the newest ``window`` rows.
+        """
 
     @abstractmethod
     def add_state_of_play(self, profile: str, text: str, *, now: datetime) -> StateOfPlay:

@@ -16,7 +16,9 @@ from typing import Any
 
 from tickloop.errors import ConflictError, NotFoundError
 from tickloop.operator import intents as machine
+from tickloop.operator.conditions import Flagged, LoopStats
 from tickloop.operator.domain import (
+    PROGRESS_OUTCOMES,
     AttentionSpend,
     ConditionState,
     Critique,
@@ -39,6 +41,7 @@ from tickloop.operator.domain import (
     StepStatus,
     Task,
     TaskStatus,
+    TickKind,
     Verdict,
     check_text,
 )
@@ -612,6 +615,43 @@ class MemoryStore(Store):
             self.conditions[(profile, name)] = made
             return made
 
+    def list_conditions(self, profiles: Sequence[str] | None = None) -> list[ConditionState]:
+        with self._lock:
+            wanted = None if profiles is None else set(profiles)
+            found = [c for c in self.conditions.values() if wanted is None or c.profile in wanted]
+        return sorted(found, key=lambda c: (c.profile, c.name))
+
+    def loop_stats(
+        self, profiles: Sequence[str] | None = None, *, window: int, flagged: Flagged | None = None
+    ) -> dict[str, LoopStats]:
+        with self._lock:
+            names = sorted(self.profiles if profiles is None else set(profiles) & set(self.profiles))
+            found = {name: self._loop_stats(name, window) for name in names}
+            if flagged is None:
+                return found
+            active = {c.profile for c in self.conditions.values() if c.active}
+            return {name: stats for name, stats in found.items() if _flagged(name, stats, flagged, active)}
+
+    def _loop_stats(self, name: str, window: int) -> LoopStats:
+        rows = self.progress.get(name, [])
+        fast = [r for r in reversed(rows) if r.tick_kind == TickKind.FAST][:window]
+        streak = next((i for i, r in enumerate(fast) if r.outcome in PROGRESS_OUTCOMES), len(fast))
+        recent = rows[::-1][:window]
+        head = recent[0].state_hash if recent else ""
+        frozen = next((i for i, r in enumerate(recent) if r.state_hash != head), len(recent))
+        return LoopStats(
+            no_progress_streak=streak,
+            newest_progress_at=rows[-1].ended_at if rows else None,
+            has_active_goal=any(
+                g.profile == name and g.status is GoalStatus.ACTIVE for g in self.goals.values()
+            ),
+            board_unchanged_ticks=frozen,
+            waiting_approvals=sum(
+                1 for i in self.intents.values()
+                if i.profile == name and i.status is IntentStatus.REQUIRES_APPROVAL
+            ),
+        )  # fmt: skip
+
     def add_state_of_play(self, profile: str, text: str, *, now: datetime) -> StateOfPlay:
         _checked(text=text)
         with self._lock:
@@ -650,6 +690,17 @@ class MemoryStore(Store):
                 with self._lock:
                     if self.locks.get(key, ("", now))[0] == owner:
                         del self.locks[key]
+
+
+def _flagged(name: str, stats: LoopStats, flagged: Flagged, active: set[str]) -> bool:
+    newest = stats.newest_progress_at
+    return (
+        stats.no_progress_streak >= flagged.min_streak
+        or stats.board_unchanged_ticks >= flagged.min_board
+        or (newest is not None and newest <= flagged.silent_before)
+        or not stats.has_active_goal
+        or name in active
+    )
 
 
 def _round_trip(text: str) -> Any:

@@ -10,11 +10,12 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tickloop.errors import ConflictError, NotFoundError
 from tickloop.operator import intents as machine
+from tickloop.operator.conditions import Flagged, LoopStats
 from tickloop.operator.domain import (
     AttentionSpend,
     ConditionState,
@@ -630,6 +631,37 @@ class SqlStore(Store):
         assert row is not None
         return rows.condition(row)
 
+    def list_conditions(self, profiles: Sequence[str] | None = None) -> list[ConditionState]:
+        with self._read() as tx:
+            found = tx.rows("list_conditions", profiles=_names(profiles))
+        return [rows.condition(r) for r in found]
+
+    def loop_stats(
+        self, profiles: Sequence[str] | None = None, *, window: int, flagged: Flagged | None = None
+    ) -> dict[str, LoopStats]:
+        limits: dict[str, Any] = {"min_streak": 0, "min_board": 0, "silent_before": None}
+        if flagged is not None:
+            limits = {
+                "min_streak": flagged.min_streak,
+                "min_board": flagged.min_board,
+                "silent_before": flagged.silent_before,
+            }
+        with self._read() as tx:
+            if profiles is None:
+                found = tx.rows("loop_stats_all", window=window, **limits)
+            else:
+                found = tx.rows("loop_stats", profiles=_names(profiles), window=window, **limits)
+        return {
+            r["profile"]: LoopStats(
+                no_progress_streak=int(r["no_progress_streak"]),
+                newest_progress_at=_moment(r["newest_at"]),
+                has_active_goal=bool(r["has_active_goal"]),
+                board_unchanged_ticks=int(r["board_unchanged_ticks"]),
+                waiting_approvals=int(r["waiting_approvals"]),
+            )
+            for r in found
+        }
+
     def add_state_of_play(self, profile: str, text: str, *, now: datetime) -> StateOfPlay:
         with self._write_one() as tx:
             row = tx.one("add_state_of_play", profile=profile, text=text, now=now)
@@ -640,6 +672,21 @@ class SqlStore(Store):
         with self._read() as tx:
             row = tx.one("latest_state_of_play", profile=profile)
         return None if row is None else rows.state_of_play(row)
+
+
+def _moment(value: object) -> datetime | None:
+    """A time from an aggregate: SQLite's stored text, or PostgreSQL's epoch seconds (converting
+    10,000 server-zone datetimes costs more than the query)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return rows.ts(value)
+    return datetime.fromtimestamp(float(value), UTC)  # type: ignore[arg-type]
+
+
+def _names(profiles: Sequence[str] | None) -> str | None:
+    """A set of profile names as one JSON-array parameter (None: every profile)."""
+    return None if profiles is None else dumps("profiles", sorted(set(profiles)))
 
 
 def _lost(kind: str, row_id: int, profile: str, expected: object, found: object) -> None:
