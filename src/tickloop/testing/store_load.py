@@ -57,7 +57,13 @@ def _time(url: str, moment: datetime) -> Any:
 
 
 def seed_intents(
-    url: str, profile: str, n: int, *, status: IntentStatus = IntentStatus.READY, owner: str | None = None
+    url: str,
+    profile: str,
+    n: int,
+    *,
+    status: IntentStatus = IntentStatus.READY,
+    owner: str | None = None,
+    action_type: str = "note",
 ) -> None:
     """``n`` intents at ``status``; with ``owner``, claimed by it at T0 + i seconds."""
 
@@ -66,7 +72,7 @@ def seed_intents(
         for i in range(n):
             claimed = None if owner is None else _time(url, T0 + timedelta(seconds=i))
             yield (
-                profile, "note", f"intent {i}", "", "{}", "reversible", status.value, "allowed", "[]",
+                profile, action_type, f"intent {i}", "", "{}", "reversible", status.value, "allowed", "[]",
                 owner, claimed, flag if flag else 1, False if flag else 0, "load", False if flag else 0,
                 _time(url, T0), _time(url, T0),
             )  # fmt: skip
