@@ -20,12 +20,13 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any
 
+from tickloop.clock import Clock
 from tickloop.config import Settings
 from tickloop.operator.domain import Tier
 from tickloop.operator.handlers import HandlerContext, HandlerRequest, HandlerResult, HandlerStatus, registry
 from tickloop.operator.handlers.registry import HandlerSpec
 from tickloop.operator.runner import TickContext
-from tickloop.operator.store import open_store
+from tickloop.operator.store import Store, open_store
 from tickloop.operator.ticks import executor
 from tickloop.testing.store_load import T0
 
@@ -75,28 +76,39 @@ class ShiftedClock:
         raise NotImplementedError
 
 
-def executor_worker(args: dict[str, Any]) -> Any:
-    """Run armed executor passes until one considers nothing; return the counts and the seconds taken."""
-    register_sink(args.get("sink"), linger_s=args.get("linger_s", 0.0))
-    store = open_store(args["url"], migrate=False)
-    clock = ShiftedClock(args["epoch"])
-    ctx = TickContext(
+def armed_context(store: Store, profile: str, owner: str, clock: Clock) -> TickContext:
+    """A tick context for an armed executor (``TICKLOOP_DRY_RUN=0``) that logs nothing."""
+    return TickContext(
         store=store,
-        profile=args["profile"],
+        profile=profile,
         kind="executor",
         settings=Settings(),
         clock=clock,
         env={"TICKLOOP_DRY_RUN": "0"},
         log=lambda _line: None,
-        owner=args["owner"],
+        owner=owner,
     )
+
+
+def drain(ctx: TickContext, *, batch: int = 10) -> int:
+    """Run armed executor passes until one considers nothing; the number of intents executed."""
+    settings = executor.ExecutorSettings(batch=batch, reap_after_s=900)
     handlers = executor.handler_context(ctx)
-    exec_settings = executor.ExecutorSettings(batch=args.get("batch", 10), reap_after_s=900)
+    executed = 0
+    while (tally := executor.execute_pass(ctx, settings, handlers, dry=False)).considered:
+        executed += tally.executed
+    return executed
+
+
+def executor_worker(args: dict[str, Any]) -> Any:
+    """Drain the queue as one executor process; return the count executed and the seconds taken."""
+    register_sink(args.get("sink"), linger_s=args.get("linger_s", 0.0))
+    store = open_store(args["url"], migrate=False)
+    ctx = armed_context(store, args["profile"], args["owner"], ShiftedClock(args["epoch"]))
     while time.time() < args["start_at"]:
         time.sleep(0.001)
-    started, executed = time.perf_counter(), 0
-    while (tally := executor.execute_pass(ctx, exec_settings, handlers, dry=False)).considered:
-        executed += tally.executed
+    started = time.perf_counter()
+    executed = drain(ctx, batch=args.get("batch", 10))
     elapsed = time.perf_counter() - started
     store.close()
     return {"executed": executed, "seconds": elapsed}

@@ -177,7 +177,15 @@ def lock_worker(args: dict[str, Any]) -> Any:
     return held
 
 
+def executor_worker(args: dict[str, Any]) -> Any:
+    """A real, armed executor process (``tickloop.testing.executor_load``), started like the others."""
+    from tickloop.testing.executor_load import executor_worker as run  # noqa: PLC0415  (imports this)
+
+    return run(args)
+
+
 WORKERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "executor": executor_worker,
     "lock": lock_worker,
     "claim": claim_worker,
     "spend": spend_worker,
