@@ -61,12 +61,12 @@ def _throughput(backend: str, url: str, *, quick: bool) -> None:
         report(f"{backend}: executor, 1 process", median(ours), median(raw), target=">= 0.5")
         report(f"{backend}:   vs claim+sending+complete", median(ours), median(send))
         for name, action in (*queues, ("raw_after", "note")):
-            store.create_profile(f"{name}4", now=ShiftedClock(epoch).now())
-            seed_intents(url, f"{name}4", rounds * per_round * 2, action_type=action)
-    before = _four(url, "claim", "raw4", epoch)
-    sending = _four(url, "claim", "send4", epoch, finish="send")
-    four = _four(url, "executor", "ex4", epoch)
-    after = _four(url, "claim", "raw_after4", epoch)
+            store.create_profile(f"{name}_four", now=ShiftedClock(epoch).now())
+            seed_intents(url, f"{name}_four", rounds * per_round * 2, action_type=action)
+    before = _four(url, "claim", "raw_four", epoch)
+    sending = _four(url, "claim", "send_four", epoch, finish="send")
+    four = _four(url, "executor", "ex_four", epoch)
+    after = _four(url, "claim", "raw_after_four", epoch)
     report(f"{backend}: executor, 4 processes", four, (before + after) / 2, target=">= 0.5")
     report(f"{backend}:   vs claim+sending+complete", four, sending)
 
