@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -121,3 +122,19 @@ def test_a_staged_email_with_a_hostile_recipient_is_refused_with_nothing_sent(
     assert ended.result is not None
     assert ended.result["refused"]
     assert any(line.startswith(f"intent {intent_id} -> failed (external)") for line in lines)
+
+
+def test_an_smtp_server_that_is_down_leaves_the_email_for_a_person(store: Store) -> None:
+    """Armed, an approved email whose SMTP delivery fails ends needs_human, and no pass retries it."""
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens here now: the connection is refused
+    settings = Settings(smtp={"host": "127.0.0.1", "port": port, "security": "plain", "senders": [SENDER]})
+    intent_id = _email(store, settings, PERSON, approve=True)
+    lines = _tick(store, settings)
+    assert store.get_intent(P, intent_id).status is IntentStatus.NEEDS_HUMAN
+    assert any(
+        line.startswith(f"intent {intent_id} -> needs_human (external): DeliveryError") for line in lines
+    )
+    assert _tick(store, settings)[-1].startswith("tick done: considered=0")

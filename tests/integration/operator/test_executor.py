@@ -25,7 +25,7 @@ from tickloop.operator.domain import (
     Verdict,
 )
 from tickloop.operator.gate import GateSettings, Proposal, judge
-from tickloop.operator.handlers import handler_for
+from tickloop.operator.handlers import HandlerContext, HandlerRequest, HandlerSpec, handler_for
 from tickloop.operator.runner import run_tick
 from tickloop.operator.store import Store, open_store
 from tickloop.operator.store.memory import MemoryStore
@@ -395,3 +395,22 @@ def test_a_misconfigured_section_fails_the_tick_before_any_claim(
     assert "[executor]" in row.error
     assert "batch" in row.error
     assert store.get_intent(P, intent.id).status is IntentStatus.READY
+
+
+def test_an_ending_the_reaper_got_to_first_is_skipped(
+    store: MemoryStore, at_now: FakeClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the reaper routes the claim to needs_human mid-effect, the executor skips it and keeps going."""
+    from tickloop.operator.handlers import HandlerResult, HandlerStatus, registry  # noqa: PLC0415
+
+    def slow_note(request: HandlerRequest, _context: HandlerContext) -> HandlerResult:
+        # A concurrent reaper with a cutoff after this claim, as if the effect took too long.
+        store.reap_stuck(cutoff=NOW + timedelta(hours=1), now=NOW, profile=P)
+        return HandlerResult(HandlerStatus.SENT, "files_write", "x", "called files_write()", False)
+
+    monkeypatch.setattr(registry, "HANDLERS", {"note": HandlerSpec(Tier.REVERSIBLE, slow_note)})
+    reaped = stage(store, "note", verdict=Verdict.ALLOWED)
+    lines = tick(store, at_now, tmp_path, env={"TICKLOOP_DRY_RUN": "0"})
+    assert store.get_intent(P, reaped.id).status is IntentStatus.NEEDS_HUMAN
+    assert f"intent {reaped.id}: no longer ours to finish (reaped?); skipped" in lines
+    assert lines[-1] == "tick done: considered=1 executed=0 skipped=1 failed=0 handoff=0 dry=false"
