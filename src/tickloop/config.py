@@ -112,6 +112,7 @@ class Settings(msgspec.Struct, **_STRUCT):
     attention: dict[str, Any] = msgspec.field(default_factory=dict)
     monitor: dict[str, Any] = msgspec.field(default_factory=dict)
     schedule: dict[str, Any] = msgspec.field(default_factory=dict)
+    executor: dict[str, Any] = msgspec.field(default_factory=dict)
     #: per-profile overrides of the operator sections: ``[profiles.NAME.attention]`` and the like
     profiles: dict[str, Any] = msgspec.field(default_factory=dict)
 

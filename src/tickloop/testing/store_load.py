@@ -57,7 +57,13 @@ def _time(url: str, moment: datetime) -> Any:
 
 
 def seed_intents(
-    url: str, profile: str, n: int, *, status: IntentStatus = IntentStatus.READY, owner: str | None = None
+    url: str,
+    profile: str,
+    n: int,
+    *,
+    status: IntentStatus = IntentStatus.READY,
+    owner: str | None = None,
+    action_type: str = "note",
 ) -> None:
     """``n`` intents at ``status``; with ``owner``, claimed by it at T0 + i seconds."""
 
@@ -66,7 +72,7 @@ def seed_intents(
         for i in range(n):
             claimed = None if owner is None else _time(url, T0 + timedelta(seconds=i))
             yield (
-                profile, "note", f"intent {i}", "", "{}", "reversible", status.value, "allowed", "[]",
+                profile, action_type, f"intent {i}", "", "{}", "reversible", status.value, "allowed", "[]",
                 owner, claimed, flag if flag else 1, False if flag else 0, "load", False if flag else 0,
                 _time(url, T0), _time(url, T0),
             )  # fmt: skip
@@ -194,7 +200,15 @@ def lock_worker(args: dict[str, Any]) -> Any:
     return held
 
 
+def executor_worker(args: dict[str, Any]) -> Any:
+    """A real, armed executor process (``tickloop.testing.executor_load``), started like the others."""
+    from tickloop.testing.executor_load import executor_worker as run  # noqa: PLC0415  (imports this)
+
+    return run(args)
+
+
 WORKERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "executor": executor_worker,
     "lock": lock_worker,
     "claim": claim_worker,
     "spend": spend_worker,

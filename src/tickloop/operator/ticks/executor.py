@@ -1,0 +1,371 @@
+"""The executor tick: the only process that acts, and only through the enumerated handlers.
+
+One pass (seed 002, §6.7, §6.8, Figure 8):
+
+1. The reaper routes claims stuck in ``sending`` past ``reapAfterS`` to ``needs_human``. A dead
+   claimer leaves the outcome unknown, so they are never retried; a fresh claim is a live tick.
+2. Ready and approved intents of the window (today and yesterday, profile-local; ``--day`` picks
+   one day) are claimed by compare-and-set, a batch at a time; a concurrent executor gets others.
+3. Each claim is re-checked: still executable (verdict consistent with the prior status, and an
+   approved intent has a linked ``approve`` decision), then the **tier floor**: an external or spend
+   handler fires only if the prior status was ``approved`` with a valid linked decision, whatever
+   the gate said. A refusal is logged, audited in the notification log and released.
+4. The handler runs inside the side-effect zone (``sending``). ``HandlerError`` (refused before
+   anything happened) ends ``failed``; any other exception ends ``needs_human``, never retried.
+
+Dry-run is on unless ``TICKLOOP_DRY_RUN`` is exactly ``0``; ``--dry-run`` forces it. Dry, the whole
+pipeline runs and the handlers return the call they WOULD make.
+
+Settings (``[executor]``)::
+
+    [executor]
+    reapAfterS = 900      # a claim in `sending` longer than this is routed to needs_human
+    batch = 10            # intents claimed per compare-and-set
+    windowDays = 2        # today and yesterday (profile-local)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Annotated, Any
+from zoneinfo import ZoneInfo
+
+import msgspec
+
+from tickloop.config import secret, section
+from tickloop.errors import ConflictError, HandlerError, NotFoundError
+from tickloop.notify import NotifySettings, SmtpSettings, build_channels
+from tickloop.operator.domain import Decision, DecisionKind, Intent, IntentStatus, Outcome, Tier, Verdict
+from tickloop.operator.handlers import (
+    HandlerContext,
+    HandlerRequest,
+    HandlerResult,
+    HandlerSettings,
+    HandlerSpec,
+    HandlerStatus,
+    dry_run_from_env,
+    handler_for,
+)
+from tickloop.operator.runner import TickContext, TickResult
+
+#: the WOULD line sits under the text of the line above it (after ``[timestamp] ``).
+WOULD_INDENT = " " * 29
+_STATUS = {
+    HandlerStatus.SENT: IntentStatus.SENT,
+    HandlerStatus.COMPLETED: IntentStatus.COMPLETED,
+    HandlerStatus.FAILED: IntentStatus.FAILED,
+}
+
+
+class ExecutorSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel", kw_only=True):
+    """The ``[executor]`` section."""
+
+    #: seconds a claim may stay in ``sending`` before the reaper routes it to needs_human
+    reap_after_s: Annotated[float, msgspec.Meta(ge=0, le=7 * 86400)] = 900.0
+    #: intents claimed per compare-and-set
+    batch: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 10
+    #: profile-local days considered, ending today (2: today and yesterday)
+    window_days: Annotated[int, msgspec.Meta(ge=1, le=31)] = 2
+
+
+@dataclass
+class Tally:
+    """The pass's counts, for the summary line and the progress row."""
+
+    considered: int = 0
+    executed: int = 0
+    skipped: int = 0
+    failed: int = 0
+    handoff: int = 0
+    reaped: int = 0
+    #: claims given back at the end of the pass (refused, unknown type, outside the window)
+    held: list[Intent] = field(default_factory=list)
+
+    def summary(self, dry: bool) -> str:  # noqa: FBT001
+        return (
+            f"considered={self.considered} executed={self.executed} skipped={self.skipped} "
+            f"failed={self.failed} handoff={self.handoff} dry={_flag(dry)}"
+        )
+
+
+def run(ctx: TickContext) -> TickResult:
+    """One executor pass; the row is ``done`` if anything executed, else ``noop``."""
+    settings = section(ctx.settings, "executor", ExecutorSettings)
+    dry = bool(ctx.options.get("dry_run")) or dry_run_from_env(ctx.env)
+    handlers = handler_context(ctx)  # configuration errors fail the tick before anything is claimed
+    tally = execute_pass(ctx, settings, handlers, dry=dry)
+    outcome = Outcome.DONE if tally.executed else Outcome.NOOP
+    return TickResult(outcome, detail=f"{tally.summary(dry)} reaped={tally.reaped}")
+
+
+def execute_pass(
+    ctx: TickContext, settings: ExecutorSettings, handlers: HandlerContext, *, dry: bool
+) -> Tally:
+    """Reap, then claim and dispatch until the window is empty; log the summary line."""
+    tally = Tally()
+    reap(ctx, settings, tally)
+    since, until = window(ctx, settings)
+    try:
+        _claim_all(ctx, settings, handlers, since, until, dry=dry, tally=tally)
+    finally:
+        # Refused and unknown intents stay claimed until the pass ends, so it never re-claims them.
+        for intent in tally.held:
+            _release(ctx, intent)
+    ctx.log(f"tick done: {tally.summary(dry)}")
+    return tally
+
+
+def reap(ctx: TickContext, settings: ExecutorSettings, tally: Tally) -> None:
+    """Route claims stuck in ``sending`` to needs_human, one log line each."""
+    now = ctx.clock.now()
+    cutoff = now - timedelta(seconds=settings.reap_after_s)
+    for intent_id in ctx.store.reap_stuck(cutoff=cutoff, now=now, profile=ctx.profile):
+        tally.reaped += 1
+        kind = ctx.store.get_intent(ctx.profile, intent_id).action_type
+        ctx.log(f"REAPED stuck 'sending' intent {intent_id} ({kind}) -> needs_human")
+
+
+def window(ctx: TickContext, settings: ExecutorSettings) -> tuple[datetime, datetime | None]:
+    """``(since, until)`` in UTC: the profile-local days considered; ``until`` None means open."""
+    zone = ZoneInfo(ctx.store.get_profile(ctx.profile).timezone)
+    day = ctx.options.get("day")
+    if isinstance(day, date):
+        return _midnight(day, zone), _midnight(day + timedelta(days=1), zone)
+    today = ctx.clock.now().astimezone(zone).date()
+    return _midnight(today - timedelta(days=settings.window_days - 1), zone), None
+
+
+def _midnight(day: date, zone: ZoneInfo) -> datetime:
+    return datetime.combine(day, time(), zone).astimezone(UTC)
+
+
+def handler_context(ctx: TickContext) -> HandlerContext:
+    """Handler settings, SMTP, notify channels, memory search and secrets, from config and the store."""
+
+    def lookup(name: str) -> str | None:
+        return secret(name, ctx.settings, ctx.env)
+
+    def search(query: str) -> list[str]:
+        return [note.text for note in ctx.store.search_notes(ctx.profile, query)]
+
+    smtp = section(ctx.settings, "smtp", SmtpSettings)
+    notify = section(ctx.settings, "notify", NotifySettings)
+    return HandlerContext(
+        settings=section(ctx.settings, "handlers", HandlerSettings),
+        smtp=smtp,
+        channels=build_channels(notify, smtp=smtp, secret=lookup, clock=ctx.clock),
+        search=search,
+        secret=lookup,
+        environ=lambda: ctx.env,
+    )
+
+
+def _claim_all(
+    ctx: TickContext,
+    settings: ExecutorSettings,
+    handlers: HandlerContext,
+    since: datetime,
+    until: datetime | None,
+    *,
+    dry: bool,
+    tally: Tally,
+) -> None:
+    while batch := ctx.store.claim_intents(
+        ctx.profile, owner=ctx.owner, now=ctx.clock.now(), limit=settings.batch, since=since
+    ):
+        late = [intent for intent in batch if until is not None and intent.created_at >= until]
+        tally.held += late
+        for intent in batch:
+            if until is None or intent.created_at < until:
+                tally.considered += 1
+                _one(ctx, handlers, intent, dry=dry, tally=tally)
+        if late:  # claims come oldest first: the rest of the queue is past the chosen day
+            return
+
+
+def _one(ctx: TickContext, handlers: HandlerContext, intent: Intent, *, dry: bool, tally: Tally) -> None:
+    spec = handler_for(intent.action_type)
+    if spec is None:
+        ctx.log(f"no executor for action_type={intent.action_type!r} (intent {intent.id}); left for human")
+        tally.skipped += 1
+        tally.held.append(intent)
+        return
+    decision = _decision(ctx, intent)
+    problem = not_executable(intent, decision)
+    if problem:
+        _finish(ctx, intent, IntentStatus.FAILED, {"refused": problem}, tally=tally)
+        ctx.log(f"REFUSED intent {intent.id} ({intent.action_type}): not executable: {problem}")
+        tally.failed += 1
+        return
+    if not tier_floor_passes(spec.tier, intent, decision):
+        _refuse_by_floor(ctx, intent, spec.tier)
+        tally.skipped += 1
+        tally.held.append(intent)
+        return
+    ctx.log(
+        f"dispatch intent {intent.id} action_type={intent.action_type!r} tier={spec.tier.value!r} "
+        f"dry={_flag(dry)}"
+    )
+    _dispatch(ctx, handlers, spec, intent, dry=dry, tally=tally)
+
+
+def _decision(ctx: TickContext, intent: Intent) -> Decision | None:
+    if intent.decision_id is None:
+        return None
+    try:
+        return ctx.store.get_decision(ctx.profile, intent.decision_id)
+    except NotFoundError:
+        return None
+
+
+def not_executable(intent: Intent, decision: Decision | None) -> str:
+    """Why the kernel predicate no longer holds for a claim (empty: it does), re-checked at claim time."""
+    prior = intent.claim_prior
+    if prior is IntentStatus.READY and intent.verdict is not Verdict.ALLOWED:
+        return f"ready but the gate's verdict is {intent.verdict}"
+    if prior is IntentStatus.APPROVED:
+        if intent.verdict is not Verdict.REQUIRES_APPROVAL:
+            return f"approved but the gate's verdict is {intent.verdict}"
+        if not _valid_approval(intent, decision):
+            return "approved without a linked approve decision"
+    if prior not in (IntentStatus.READY, IntentStatus.APPROVED):
+        return f"claimed from {prior}, which is not executable"
+    return ""
+
+
+def _valid_approval(intent: Intent, decision: Decision | None) -> bool:
+    return (
+        decision is not None
+        and decision.kind is DecisionKind.APPROVE
+        and decision.intent_id == intent.id
+        and decision.profile == intent.profile
+        and intent.decision_id == decision.id
+    )
+
+
+def tier_floor_passes(tier: Tier, intent: Intent, decision: Decision | None) -> bool:
+    """The floor, independent of the gate: an external or spend handler needs the claim's prior
+    status to be ``approved`` with a valid approve decision linked; a reversible one needs neither."""
+    if tier is Tier.REVERSIBLE:
+        return True
+    return intent.claim_prior is IntentStatus.APPROVED and _valid_approval(intent, decision)
+
+
+def _refuse_by_floor(ctx: TickContext, intent: Intent, tier: Tier) -> None:
+    pre = intent.claim_prior.value if intent.claim_prior else "unknown"
+    line = (
+        f"REFUSED {tier.value} intent {intent.id} ({intent.action_type}): not approved+linked "
+        f"(pre={pre}); left pending"
+    )
+    ctx.log(line)
+    ctx.store.log_notification(
+        ctx.profile,
+        channel="executor",
+        kind="tier_floor_refused",
+        subject=line,
+        now=ctx.clock.now(),
+        intent_id=intent.id,
+    )
+
+
+def _dispatch(
+    ctx: TickContext, handlers: HandlerContext, spec: HandlerSpec, intent: Intent, *, dry: bool, tally: Tally
+) -> None:
+    request = HandlerRequest(
+        intent_id=intent.id,
+        action_type=intent.action_type,
+        title=intent.title,
+        now=ctx.clock.now(),
+        recipient=intent.recipient or None,
+        payload=intent.payload,
+        dry_run=dry,
+    )
+    tier = spec.tier.value
+    try:
+        ctx.store.mark_sending(ctx.profile, intent.id, owner=ctx.owner, now=ctx.clock.now())
+    except ConflictError:
+        ctx.log(f"intent {intent.id}: claim lost before sending; skipped")
+        tally.skipped += 1
+        return
+    # The side-effect zone: from here on any surprise leaves the outcome unknown.
+    try:
+        done = spec.handler(request, handlers)
+    except HandlerError as exc:
+        _finish(ctx, intent, IntentStatus.FAILED, {"refused": exc.message}, tally=tally)
+        ctx.log(f"intent {intent.id} -> failed ({tier}): {exc.message}")
+        tally.failed += 1
+        return
+    except Exception as exc:  # noqa: BLE001  (unknown outcome: a person reconciles it, never a retry)
+        error = f"{type(exc).__name__}: {exc}"
+        _finish(ctx, intent, IntentStatus.NEEDS_HUMAN, {"error": error[:2000]}, tally=tally)
+        ctx.log(f"intent {intent.id} -> needs_human ({tier}): {error[:300]}")
+        tally.failed += 1
+        return
+    ctx.log(_call_line(intent, done))
+    status = _STATUS[done.status]
+    if not _finish(ctx, intent, status, _plain(done), tally=tally, handoff=done.handoff):
+        return
+    suffix = ", dry-run" if done.dry_run else ""
+    ctx.log(f"intent {intent.id} -> {status.value} ({tier}{suffix})")
+    if status is IntentStatus.FAILED:
+        tally.failed += 1
+        return
+    tally.executed += 1
+    tally.handoff += done.handoff
+
+
+def _call_line(intent: Intent, done: HandlerResult) -> str:
+    prefix = "DRY-RUN " if done.dry_run else ""
+    head = f"{prefix}{intent.action_type}->{done.call}"
+    if done.handoff:
+        return f"{head}: {done.description}"
+    return f"{head} {done.target}:\n{WOULD_INDENT}{done.description}"
+
+
+def _plain(done: HandlerResult) -> dict[str, Any]:
+    return {
+        "call": done.call,
+        "target": done.target,
+        "description": done.description,
+        "dry_run": done.dry_run,
+        "details": dict(done.details),
+    }
+
+
+def _finish(
+    ctx: TickContext,
+    intent: Intent,
+    status: IntentStatus,
+    result: dict[str, Any],
+    *,
+    tally: Tally,
+    handoff: bool = False,
+) -> bool:
+    """End the claim; False (and skipped) if the reaper or another process got there first."""
+    try:
+        ctx.store.finish_intent(
+            ctx.profile,
+            intent.id,
+            status,
+            owner=ctx.owner,
+            now=ctx.clock.now(),
+            result=result,
+            handoff=handoff,
+        )
+    except ConflictError:
+        ctx.log(f"intent {intent.id}: no longer ours to finish (reaped?); skipped")
+        tally.skipped += 1
+        return False
+    return True
+
+
+def _release(ctx: TickContext, intent: Intent) -> None:
+    try:
+        ctx.store.release_claim(ctx.profile, intent.id, owner=ctx.owner, now=ctx.clock.now())
+    except ConflictError:
+        ctx.log(f"intent {intent.id}: claim was already gone when releasing it")
+
+
+def _flag(value: bool) -> str:  # noqa: FBT001
+    return "true" if value else "false"

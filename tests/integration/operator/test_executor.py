@@ -1,0 +1,416 @@
+"""The executor tick: the seed's dry pass, the tier x verdict grid, dry-run arming, the window, endings."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tickloop.config import Settings
+from tickloop.errors import ConflictError, TransitionError
+from tickloop.operator.domain import (
+    DecisionKind,
+    Intent,
+    IntentStatus,
+    NewIntent,
+    Outcome,
+    Tier,
+    Verdict,
+)
+from tickloop.operator.gate import GateSettings, Proposal, judge
+from tickloop.operator.handlers import HandlerContext, HandlerRequest, HandlerSpec, handler_for
+from tickloop.operator.runner import run_tick
+from tickloop.operator.store import Store, open_store
+from tickloop.operator.store.memory import MemoryStore
+from tickloop.testing import FakeClock
+
+NOW = datetime(2026, 7, 7, 17, 15, tzinfo=UTC)
+P = "default"
+
+#: The seed's pass (002 §6.8), in our names: "the person" for Ian, no product prefix on the call.
+SEED_PASS = """\
+[2026-07-07T17:15:03.402Z] REAPED stuck 'sending' intent 37 (email) -> needs_human
+[2026-07-07T17:15:03.418Z] dispatch intent 44 action_type='note' tier='reversible' dry=true
+[2026-07-07T17:15:03.421Z] DRY-RUN note->files_write ~/Desktop/wiki/wiki/operator/note-2026-07-07-44-…md:
+                             WOULD call files_write({"path":"…","content":"…","mode":"create"})
+[2026-07-07T17:15:03.430Z] intent 44 -> sent (reversible, dry-run)
+[2026-07-07T17:15:03.437Z] REFUSED external intent 45 (email): not approved+linked (pre=ready); left pending
+[2026-07-07T17:15:03.444Z] dispatch intent 41 action_type='spend' tier='spend' dry=true
+[2026-07-07T17:15:03.446Z] DRY-RUN spend->notify+handoff: WOULD notify the person to purchase manually: …
+[2026-07-07T17:15:03.455Z] intent 41 -> completed (spend, dry-run)
+[2026-07-07T17:15:03.461Z] no executor for action_type='wire_transfer' (intent 46); left for human
+[2026-07-07T17:15:03.470Z] tick done: considered=4 executed=2 skipped=2 failed=0 handoff=1 dry=true
+"""
+_NORMALISE = [
+    (re.compile(r"^\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z\] ", re.M), "[TS] "),
+    (re.compile(r"intent \d+"), "intent N"),
+    (re.compile(r"files_write \S+md:$", re.M), "files_write PATH:"),
+    (re.compile(r"files_write\(\{.*\}\)"), "files_write({...})"),
+    (re.compile(r"purchase manually: .*"), "purchase manually: ..."),
+]
+
+
+def normalise(text: str) -> list[str]:
+    for pattern, replacement in _NORMALISE:
+        text = pattern.sub(replacement, text)
+    return text.splitlines()
+
+
+def stage(
+    store: Store,
+    action_type: str,
+    *,
+    verdict: Verdict,
+    now: datetime = NOW,
+    approve: bool = False,
+    recipient: str = "",
+    payload: Mapping[str, Any] | None = None,
+    title: str = "",
+) -> Intent:
+    """Stage an intent and take it as far as its verdict allows: ready, or approved if ``approve``."""
+    spec = handler_for(action_type)
+    made = store.stage_intent(
+        P,
+        NewIntent(
+            action_type,
+            title or f"{action_type} it",
+            recipient=recipient,
+            payload=dict(payload or {}),
+            tier=spec.tier if spec else Tier.EXTERNAL,
+        ),
+        now=now,
+    )
+    store.record_verdict(P, made.id, verdict, [f"test: {verdict}"], now=now)
+    if verdict is Verdict.ALLOWED:
+        store.mark_ready(P, made.id, now=now)
+    elif verdict is Verdict.REQUIRES_APPROVAL and approve:
+        store.decide(P, made.id, DecisionKind.APPROVE, by="person", now=now)
+    return store.get_intent(P, made.id)
+
+
+def tick(
+    store: Store,
+    clock: FakeClock,
+    tmp_path: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    options: Mapping[str, object] | None = None,
+    settings: Settings | None = None,
+) -> list[str]:
+    """One executor tick in-process; its log lines."""
+    lines: list[str] = []
+    settings = settings or Settings(handlers={"notesDir": str(tmp_path / "notes")})
+    code = run_tick(
+        "executor",
+        store=store,
+        profile=P,
+        settings=settings,
+        env=env if env is not None else {},
+        clock=clock,
+        log=lines.append,
+        options=options or {},
+    )
+    assert code == 0, lines
+    return lines
+
+
+@pytest.fixture
+def store() -> MemoryStore:
+    made = MemoryStore()
+    made.create_profile(P, now=NOW - timedelta(days=30))
+    return made
+
+
+@pytest.fixture
+def at_now(clock: FakeClock) -> FakeClock:
+    clock.set(NOW)
+    return clock
+
+
+def cli_env(tmp_path: Path) -> dict[str, str]:
+    (tmp_path / "config.toml").write_text(f'[handlers]\nnotesDir = "{tmp_path / "notes"}"\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TICKLOOP_")}
+    env.update(
+        TICKLOOP_STORE=f"sqlite://{tmp_path / 'store.db'}", TICKLOOP_CONFIG=str(tmp_path / "config.toml")
+    )
+    return env
+
+
+def test_the_seeds_dry_pass_is_reproduced_line_for_line(tmp_path: Path) -> None:
+    """`tickloop operator tick executor --dry-run` on the seed's intents prints the seed's lines."""
+    now = datetime.now(UTC)
+    url = f"sqlite://{tmp_path / 'store.db'}"
+    with open_store(url) as store:
+        store.create_profile(P, now=now - timedelta(days=1))
+        stuck = stage(store, "email", verdict=Verdict.REQUIRES_APPROVAL, approve=True, now=now,
+                      recipient="person@example.com")  # fmt: skip
+        [claimed] = store.claim_intents(P, owner="dead-executor", now=now - timedelta(hours=1), limit=1)
+        store.mark_sending(P, claimed.id, owner="dead-executor", now=now - timedelta(hours=1))
+        note = stage(store, "note", verdict=Verdict.ALLOWED, now=now, payload={"body": "remember"})
+        email = stage(store, "email", verdict=Verdict.ALLOWED, now=now, recipient="person@example.com")
+        spend = stage(store, "spend", verdict=Verdict.REQUIRES_APPROVAL, approve=True, now=now,
+                      payload={"amount": 12, "vendor": "shop"})  # fmt: skip
+        wire = stage(store, "wire_transfer", verdict=Verdict.REQUIRES_APPROVAL, approve=True, now=now)
+    ran = subprocess.run(
+        [sys.executable, "-m", "tickloop", "operator", "tick", "executor", "--dry-run"],
+        env=cli_env(tmp_path),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert normalise(ran.stderr) == normalise(SEED_PASS)
+    assert f"intent {note.id} -> sent" in ran.stderr
+    with open_store(url) as store:
+        status = {i.id: i.status for i in store.list_intents(P)}
+        assert status == {
+            stuck.id: IntentStatus.NEEDS_HUMAN,
+            note.id: IntentStatus.SENT,
+            email.id: IntentStatus.READY,  # released to its prior status
+            spend.id: IntentStatus.COMPLETED,
+            wire.id: IntentStatus.APPROVED,
+        }
+        assert store.get_intent(P, spend.id).handoff is True
+        [audit] = store.list_notifications(P)
+        assert (audit.kind, audit.intent_id) == ("tier_floor_refused", email.id)
+        [row] = store.recent_progress(P, tick_kind="executor")
+        assert row.outcome is Outcome.DONE
+        assert "considered=4 executed=2 skipped=2 failed=0 handoff=1 dry=true reaped=1" in row.detail
+    assert not (tmp_path / "notes").exists()  # dry: nothing written
+
+
+# -- the tier x verdict grid ------------------------------------------------------------------------
+
+#: (action type, payload, gate verdict, status after a pass, status after approval and a second pass)
+S = IntentStatus
+GRID: list[tuple[str, dict[str, Any], Verdict, IntentStatus, IntentStatus | None]] = [
+    ("note", {}, Verdict.ALLOWED, IntentStatus.SENT, None),
+    # a reversible type gated by the money rule is held; the tier does not override the verdict
+    ("note", {"amount": 5}, Verdict.REQUIRES_APPROVAL, IntentStatus.REQUIRES_APPROVAL, IntentStatus.SENT),
+    ("note", {}, Verdict.BLOCKED, IntentStatus.BLOCKED, None),
+    # an allowed, ready external intent is refused by the tier floor and left ready
+    ("email", {"body": "hi"}, Verdict.ALLOWED, IntentStatus.READY, None),
+    ("email", {"body": "hi"}, Verdict.REQUIRES_APPROVAL, IntentStatus.REQUIRES_APPROVAL, IntentStatus.SENT),
+    ("email", {"body": "hi"}, Verdict.BLOCKED, IntentStatus.BLOCKED, None),
+    # unreachable through the gate (money needs approval); if it ever arose, the floor refuses it
+    ("spend", {"amount": 5}, Verdict.ALLOWED, IntentStatus.READY, None),
+    (
+        "spend",
+        {"amount": 5},
+        Verdict.REQUIRES_APPROVAL,
+        IntentStatus.REQUIRES_APPROVAL,
+        IntentStatus.COMPLETED,
+    ),
+    ("spend", {"amount": 5}, Verdict.BLOCKED, IntentStatus.BLOCKED, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("action_type", "payload", "verdict", "first", "after_approval"),
+    GRID,
+    ids=[f"{row[0]}-{row[2]}{'-money' if row[1] and row[0] == 'note' else ''}" for row in GRID],
+)
+def test_every_cell_of_the_tier_verdict_grid(
+    store: MemoryStore,
+    at_now: FakeClock,
+    tmp_path: Path,
+    action_type: str,
+    payload: dict[str, Any],
+    verdict: Verdict,
+    first: IntentStatus,
+    after_approval: IntentStatus | None,
+) -> None:
+    """Each (tier, verdict) cell ends where Figure 8 puts it, even dry: held, refused, fired or never."""
+    settings = Settings(
+        handlers={"notesDir": str(tmp_path / "notes")},
+        smtp={"host": "127.0.0.1", "port": 2525, "security": "plain", "senders": ["op@example.com"]},
+    )
+    intent = stage(store, action_type, verdict=verdict, payload=payload, recipient=_recipient(action_type))
+    tick(store, at_now, tmp_path, settings=settings)
+    assert store.get_intent(P, intent.id).status is first
+    if after_approval is not None:
+        store.decide(P, intent.id, DecisionKind.APPROVE, by="person", now=NOW)
+        tick(store, at_now, tmp_path, settings=settings)
+        assert store.get_intent(P, intent.id).status is after_approval
+    if verdict is Verdict.BLOCKED:
+        with pytest.raises(ConflictError, match="blocked"):
+            store.decide(P, intent.id, DecisionKind.APPROVE, by="person", now=NOW)
+        with pytest.raises((ConflictError, TransitionError)):
+            store.finish_intent(P, intent.id, IntentStatus.SENT, owner="anyone", now=NOW)
+        assert store.get_intent(P, intent.id).status is IntentStatus.BLOCKED
+
+
+def _recipient(action_type: str) -> str:
+    return "person@example.com" if action_type == "email" else ""
+
+
+def test_the_gate_holds_money_and_irreversibility_whatever_the_tier() -> None:
+    """A reversible type with an amount, or listed irreversible, is not allowed: the gate's verdict stands."""
+    gate = GateSettings(allow=["email", "spend"])
+    assert judge(Proposal("note", Tier.REVERSIBLE, payload={"amount": 3}), gate).verdict is (
+        Verdict.REQUIRES_APPROVAL
+    )
+    assert judge(Proposal("workspace_task", Tier.REVERSIBLE), GateSettings()).verdict is (
+        Verdict.REQUIRES_APPROVAL
+    )
+    assert judge(Proposal("spend", Tier.SPEND, payload={"amount": 3}), gate).verdict is (
+        Verdict.REQUIRES_APPROVAL
+    )
+
+
+def test_the_approve_command_refuses_a_blocked_intent(tmp_path: Path) -> None:
+    """`tickloop operator approve` on a blocked intent exits 2, says it is blocked, and changes nothing."""
+    url = f"sqlite://{tmp_path / 'store.db'}"
+    with open_store(url) as store:
+        store.create_profile(P, now=NOW)
+        blocked = stage(store, "wire_transfer", verdict=Verdict.BLOCKED)
+    ran = subprocess.run(
+        [sys.executable, "-m", "tickloop", "operator", "approve", str(blocked.id)],
+        env=cli_env(tmp_path),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert ran.returncode == 2
+    assert "blocked" in ran.stderr
+    with open_store(url) as store:
+        assert store.get_intent(P, blocked.id).status is IntentStatus.BLOCKED
+        assert store.get_intent(P, blocked.id).decision_id is None
+
+
+# -- dry-run, arming, endings, the window ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("env", "flag", "dry"),
+    [
+        ({}, False, True),
+        ({"TICKLOOP_DRY_RUN": "false"}, False, True),
+        ({"TICKLOOP_DRY_RUN": "0 "}, False, True),
+        ({"TICKLOOP_DRY_RUN": "00"}, False, True),
+        ({"TICKLOOP_DRY_RUN": ""}, False, True),
+        ({"TICKLOOP_DRY_RUN": "1"}, False, True),
+        ({"TICKLOOP_DRY_RUN": "0"}, True, True),
+        ({"TICKLOOP_DRY_RUN": "0"}, False, False),
+    ],
+)
+def test_only_the_exact_string_0_arms_the_executor(
+    store: MemoryStore, at_now: FakeClock, tmp_path: Path, env: dict[str, str], flag: bool, dry: bool
+) -> None:
+    """A note file is written only with TICKLOOP_DRY_RUN exactly "0" and no --dry-run; dry, it is not."""
+    intent = stage(store, "note", verdict=Verdict.ALLOWED, title="armed or not")
+    lines = tick(store, at_now, tmp_path, env=env, options={"dry_run": flag})
+    assert store.get_intent(P, intent.id).status is IntentStatus.SENT
+    written = list((tmp_path / "notes").glob("note-*.md")) if (tmp_path / "notes").exists() else []
+    assert len(written) == (0 if dry else 1)
+    assert lines[-1].endswith(f"dry={'true' if dry else 'false'}")
+    assert any(line.startswith("DRY-RUN note->") for line in lines) is dry
+    assert store.get_intent(P, intent.id).result["dry_run"] is dry  # type: ignore[index]
+
+
+def test_an_exception_in_the_side_effect_zone_ends_needs_human_and_is_never_retried(
+    store: MemoryStore, at_now: FakeClock, tmp_path: Path
+) -> None:
+    """A note whose directory cannot be created raises mid-effect: needs_human, and no later pass retries."""
+    (tmp_path / "notes").write_text("a file where the notes directory should be")
+    intent = stage(store, "note", verdict=Verdict.ALLOWED)
+    lines = tick(store, at_now, tmp_path, env={"TICKLOOP_DRY_RUN": "0"})
+    assert store.get_intent(P, intent.id).status is IntentStatus.NEEDS_HUMAN
+    assert any(f"intent {intent.id} -> needs_human (reversible)" in line for line in lines)
+    assert lines[-1].startswith("tick done: considered=1 executed=0 skipped=0 failed=1")
+    again = tick(store, at_now, tmp_path, env={"TICKLOOP_DRY_RUN": "0"})
+    assert again[-1].startswith("tick done: considered=0")
+    assert store.recent_progress(P, limit=1)[0].outcome is Outcome.NOOP
+
+
+def test_a_handler_refusal_ends_failed_with_the_reason(
+    store: MemoryStore, at_now: FakeClock, tmp_path: Path
+) -> None:
+    """A note whose body is not text is refused before anything happens: failed, reason recorded."""
+    intent = stage(store, "note", verdict=Verdict.ALLOWED, payload={"body": 5})
+    tick(store, at_now, tmp_path, env={"TICKLOOP_DRY_RUN": "0"})
+    ended = store.get_intent(P, intent.id)
+    assert ended.status is IntentStatus.FAILED
+    assert "payload.body" in ended.result["refused"]  # type: ignore[index]
+
+
+def test_the_reaper_leaves_a_fresh_claim_alone(store: MemoryStore, at_now: FakeClock, tmp_path: Path) -> None:
+    """A claim in `sending` younger than the threshold is a live tick: untouched; an old one is reaped."""
+    fresh = stage(store, "note", verdict=Verdict.ALLOWED)
+    store.claim_intents(P, owner="live", now=NOW - timedelta(minutes=5), limit=1)
+    store.mark_sending(P, fresh.id, owner="live", now=NOW)
+    old = stage(store, "note", verdict=Verdict.ALLOWED)
+    store.claim_intents(P, owner="dead", now=NOW - timedelta(minutes=16), limit=1)
+    store.mark_sending(P, old.id, owner="dead", now=NOW)
+    lines = tick(store, at_now, tmp_path)
+    assert store.get_intent(P, fresh.id).status is IntentStatus.SENDING
+    assert store.get_intent(P, old.id).status is IntentStatus.NEEDS_HUMAN
+    assert lines[0] == f"REAPED stuck 'sending' intent {old.id} (note) -> needs_human"
+
+
+def test_the_window_is_today_and_yesterday_and_day_picks_one(
+    store: MemoryStore, at_now: FakeClock, tmp_path: Path
+) -> None:
+    """By default intents of today and yesterday are considered; `--day` takes that day's only."""
+    old = stage(store, "note", verdict=Verdict.ALLOWED, now=NOW - timedelta(days=3), title="old")
+    yesterday = stage(store, "note", verdict=Verdict.ALLOWED, now=NOW - timedelta(days=1), title="y")
+    today = stage(store, "note", verdict=Verdict.ALLOWED, title="today")
+    tick(store, at_now, tmp_path)
+    assert [store.get_intent(P, i.id).status for i in (old, yesterday, today)] == [
+        IntentStatus.READY,
+        IntentStatus.SENT,
+        IntentStatus.SENT,
+    ]
+    late = stage(store, "note", verdict=Verdict.ALLOWED, title="late")
+    lines = tick(store, at_now, tmp_path, options={"day": (NOW - timedelta(days=3)).date()})
+    assert store.get_intent(P, old.id).status is IntentStatus.SENT
+    assert store.get_intent(P, late.id).status is IntentStatus.READY  # claimed, then given back
+    assert lines[-1].startswith("tick done: considered=1 executed=1")
+
+
+def test_a_misconfigured_section_fails_the_tick_before_any_claim(
+    store: MemoryStore, at_now: FakeClock, tmp_path: Path
+) -> None:
+    """A bad [executor] table fails the tick with the key named, and no intent is claimed."""
+    intent = stage(store, "note", verdict=Verdict.ALLOWED)
+    code = run_tick(
+        "executor",
+        store=store,
+        profile=P,
+        settings=Settings(executor={"batch": 0}),
+        env={},
+        clock=at_now,
+        log=lambda _line: None,
+    )
+    assert code == 1
+    [row] = store.recent_progress(P)
+    assert row.outcome is Outcome.FAILED
+    assert "[executor]" in row.error
+    assert "batch" in row.error
+    assert store.get_intent(P, intent.id).status is IntentStatus.READY
+
+
+def test_an_ending_the_reaper_got_to_first_is_skipped(
+    store: MemoryStore, at_now: FakeClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """If the reaper routes the claim to needs_human mid-effect, the executor skips it and keeps going."""
+    from tickloop.operator.handlers import HandlerResult, HandlerStatus, registry  # noqa: PLC0415
+
+    def slow_note(request: HandlerRequest, _context: HandlerContext) -> HandlerResult:
+        # A concurrent reaper with a cutoff after this claim, as if the effect took too long.
+        store.reap_stuck(cutoff=NOW + timedelta(hours=1), now=NOW, profile=P)
+        return HandlerResult(HandlerStatus.SENT, "files_write", "x", "called files_write()", False)
+
+    monkeypatch.setattr(registry, "HANDLERS", {"note": HandlerSpec(Tier.REVERSIBLE, slow_note)})
+    reaped = stage(store, "note", verdict=Verdict.ALLOWED)
+    lines = tick(store, at_now, tmp_path, env={"TICKLOOP_DRY_RUN": "0"})
+    assert store.get_intent(P, reaped.id).status is IntentStatus.NEEDS_HUMAN
+    assert f"intent {reaped.id}: no longer ours to finish (reaped?); skipped" in lines
+    assert lines[-1] == "tick done: considered=1 executed=0 skipped=1 failed=0 handoff=0 dry=false"
