@@ -294,6 +294,22 @@ def test_reaper_takes_only_old_sending_claims(store: Store) -> None:
         store.finish_intent("p", old, S.SENT, owner="ex", now=LATER)
 
 
+def test_stale_claims_never_sending_go_back_to_their_prior_status(store: Store) -> None:
+    """A claim its dead claimer never moved to `sending` returns to ready; fresh, sending and other
+    profiles' claims stay, and the dead claimer can no longer move the intent."""
+    old, fresh, sending = staged(store), staged(store), staged(store)
+    store.claim_intents("p", owner="dead", now=NOW, limit=1)
+    store.claim_intents("p", owner="live", now=LATER, limit=2)
+    store.mark_sending("p", sending, owner="live", now=LATER)
+    released = store.release_stale_claims("p", cutoff=NOW + timedelta(minutes=1), now=LATER)
+    assert released == [old]
+    assert [store.get_intent("p", i).status for i in (old, fresh, sending)] == [S.READY, S.CLAIMED, S.SENDING]
+    assert store.get_intent("p", old).claim_owner is None
+    with pytest.raises(ConflictError):
+        store.mark_sending("p", old, owner="dead", now=LATER)
+    assert store.release_stale_claims("q", cutoff=LATER + timedelta(hours=9), now=LATER) == []
+
+
 def test_failed_actions_list_the_tried_and_failed(store: Store) -> None:
     """Failed, needs-human, denied and blocked intents form the drift guard's list, newest first."""
     blocked = staged(store, Verdict.BLOCKED)

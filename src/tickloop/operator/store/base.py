@@ -272,6 +272,12 @@ class Store(ABC):
         """
 
     @abstractmethod
+    def release_stale_claims(self, profile: str, *, cutoff: datetime, now: datetime) -> list[int]:
+        """Give back claims still ``claimed`` (never ``sending``) since before ``cutoff``: their
+        claimer died before any side effect began, so the intent returns to its prior status.
+        Guarded in the WHERE like the reaper, so a live claimer and this never both win."""
+
+    @abstractmethod
     def failed_actions(self, profile: str, *, since: datetime, limit: int = 50) -> list[Intent]:
         """Intents that failed, need a human, were denied or blocked since ``since``: tried-and-failed."""
 

@@ -430,6 +430,20 @@ class MemoryStore(Store):
                 self._swap(i, IntentStatus.SENDING, status=IntentStatus.NEEDS_HUMAN, updated_at=_utc(now))
             return sorted(i.id for i in stuck)
 
+    def release_stale_claims(self, profile: str, *, cutoff: datetime, now: datetime) -> list[int]:
+        with self._lock:
+            stale = [
+                i for i in self.intents.values()
+                if i.profile == profile and i.status is IntentStatus.CLAIMED
+                and i.claimed_at is not None and i.claimed_at < cutoff
+            ]  # fmt: skip
+            for i in stale:
+                self._swap(
+                    i, IntentStatus.CLAIMED, status=i.claim_prior, claim_prior=None, claim_owner=None,
+                    claimed_at=None, updated_at=_utc(now),
+                )  # fmt: skip
+            return sorted(i.id for i in stale)
+
     def failed_actions(self, profile: str, *, since: datetime, limit: int = 50) -> list[Intent]:
         failed = {IntentStatus.FAILED, IntentStatus.NEEDS_HUMAN, IntentStatus.DENIED, IntentStatus.BLOCKED}
         with self._lock:

@@ -436,6 +436,11 @@ class SqlStore(Store):
                 found = tx.rows("reap_stuck_profile", profile=profile, cutoff=cutoff, now=now)
         return sorted(int(r["id"]) for r in found)
 
+    def release_stale_claims(self, profile: str, *, cutoff: datetime, now: datetime) -> list[int]:
+        with self._write_one() as tx:
+            found = tx.rows("release_stale_claims", profile=profile, cutoff=cutoff, now=now)
+        return sorted(int(r["id"]) for r in found)
+
     def failed_actions(self, profile: str, *, since: datetime, limit: int = 50) -> list[Intent]:
         with self._read() as tx:
             return [

@@ -124,6 +124,10 @@ def reap(ctx: TickContext, settings: ExecutorSettings, tally: Tally) -> None:
         tally.reaped += 1
         kind = ctx.store.get_intent(ctx.profile, intent_id).action_type
         ctx.log(f"REAPED stuck 'sending' intent {intent_id} ({kind}) -> needs_human")
+    # A claimer killed before `sending` left no side effect: its intents go back for the next pass.
+    for intent_id in ctx.store.release_stale_claims(ctx.profile, cutoff=cutoff, now=now):
+        back = ctx.store.get_intent(ctx.profile, intent_id)
+        ctx.log(f"RELEASED stale claim on intent {intent_id} ({back.action_type}) -> {back.status}")
 
 
 def window(ctx: TickContext, settings: ExecutorSettings) -> tuple[datetime, datetime | None]:

@@ -251,3 +251,12 @@ INSERT INTO states_of_play (profile, text, created_at) VALUES (:profile, :text, 
 
 -- name: latest_state_of_play
 SELECT * FROM states_of_play WHERE profile = :profile ORDER BY id DESC LIMIT 1;
+
+-- name: release_stale_claims
+-- A claim never moved to `sending` before the cutoff: its claimer died before any side effect began,
+-- so the intent goes back to its prior status (ready/approved) for the next executor. The guard is in
+-- the WHERE: a live claimer's own mark_sending requires `claimed` too, so exactly one of the two wins.
+UPDATE intents SET status = claim_prior, claim_owner = NULL, claimed_at = NULL, claim_prior = NULL,
+                   updated_at = :now
+WHERE profile = :profile AND status = 'claimed' AND claimed_at < :cutoff
+RETURNING id;
