@@ -85,11 +85,21 @@ class TickContext:
     _model: ChatModel | None = None
 
     def model(self) -> ChatModel:
-        """The configured model, built on first use (only the model path imports a model SDK)."""
+        """The configured model, built on first use (only the model path imports a model SDK).
+
+        The built-in offline model answers the operator's structured requests with
+        ``tickloop.operator.offline.answer``, so the whole loop runs with no network; the chat's
+        offline model is built elsewhere and keeps its plain replies."""
         if self._model is None:
+            from tickloop.models.offline import OfflineModel  # noqa: PLC0415
             from tickloop.models.registry import get_model  # noqa: PLC0415
 
-            self._model = get_model(self.settings.model.name, self.settings, self.env)
+            model = get_model(self.settings.model.name, self.settings, self.env)
+            if isinstance(model, OfflineModel) and model.json_reply is None:
+                from tickloop.operator.offline import answer  # noqa: PLC0415
+
+                model.json_reply = answer
+            self._model = model
         return self._model
 
 
@@ -187,8 +197,10 @@ def run_tick(
     clock: Clock | None = None,
     log: Callable[[str], None] | None = None,
     options: Mapping[str, object] | None = None,
+    model: ChatModel | None = None,
 ) -> int:
-    """Run one tick of ``kind`` for ``profile``; returns the process exit code."""
+    """Run one tick of ``kind`` for ``profile``; returns the process exit code. ``model`` replaces
+    the configured one (tests, benchmarks); by default it is built from settings on first use."""
     clock = clock or SystemClock()
     guard = Guard(store, profile, kind, clock)
     ctx = TickContext(
@@ -201,6 +213,7 @@ def run_tick(
         log=log or _stderr_log(clock),
         owner=f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:8]}",
         options=options or {},
+        _model=model,
     )
     with _signals(guard):
         code = _guarded(ctx, guard)

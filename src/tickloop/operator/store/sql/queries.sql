@@ -251,3 +251,42 @@ INSERT INTO states_of_play (profile, text, created_at) VALUES (:profile, :text, 
 
 -- name: latest_state_of_play
 SELECT * FROM states_of_play WHERE profile = :profile ORDER BY id DESC LIMIT 1;
+
+-- name: set_task_priority
+UPDATE tasks SET priority = :priority, updated_at = :now
+WHERE profile = :profile AND id = :id
+RETURNING *;
+
+-- Retention (the nightly consolidation). Each DELETE keeps its floors in its own WHERE: the
+-- `keep` newest rows of the kind, and any row that references an open intent.
+
+-- name: prune_progress
+DELETE FROM progress
+WHERE profile = :profile AND started_at < :before
+  AND id NOT IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY tick_kind ORDER BY id DESC) AS rn
+                                 FROM progress WHERE profile = :profile) AS ranked
+                 WHERE rn <= :keep)
+  AND (intent_id IS NULL
+       OR intent_id NOT IN (SELECT id FROM intents WHERE profile = :profile AND status IN
+           ('proposed', 'allowed', 'requires_approval', 'ready', 'approved', 'claimed', 'sending')));
+
+-- name: prune_observations
+DELETE FROM observations
+WHERE profile = :profile AND observed_at < :before
+  AND id NOT IN (SELECT id FROM (SELECT id FROM observations WHERE profile = :profile
+                                 ORDER BY id DESC LIMIT :keep) AS newest);
+
+-- name: prune_notifications
+DELETE FROM notifications
+WHERE profile = :profile AND sent_at < :before
+  AND id NOT IN (SELECT id FROM (SELECT id FROM notifications WHERE profile = :profile
+                                 ORDER BY id DESC LIMIT :keep) AS newest)
+  AND (intent_id IS NULL
+       OR intent_id NOT IN (SELECT id FROM intents WHERE profile = :profile AND status IN
+           ('proposed', 'allowed', 'requires_approval', 'ready', 'approved', 'claimed', 'sending')));
+
+-- name: prune_states_of_play
+DELETE FROM states_of_play
+WHERE profile = :profile AND created_at < :before
+  AND id NOT IN (SELECT id FROM (SELECT id FROM states_of_play WHERE profile = :profile
+                                 ORDER BY id DESC LIMIT :keep) AS newest);
