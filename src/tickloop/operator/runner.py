@@ -8,7 +8,9 @@ handler cannot interrupt a blocked C call) and exits 128+signal. The guard is ma
 handler then only notes the exit code and lets the write finish. One row, never two.
 
 SIGKILL (and a crash before the store is open) writes nothing; the stall monitor, which runs
-outside the loop, reports that as SILENT.
+outside the loop, reports that as SILENT. So does a SIGTERM that arrives while the process is still
+starting, before ``run_tick`` installs its handler: Python's default action ends the process with no
+row. From the handler's installation on, every path leaves exactly one row.
 
 Exit codes (``tickloop operator tick``):
 
