@@ -622,3 +622,18 @@ def test_prune_thins_observations_and_states_of_play_within_floors(store: Store)
         "notifications": 0,
         "states_of_play": 0,
     }
+
+
+def test_observations_window_is_newest_first_by_observation_time(store: Store) -> None:
+    """A `since` window returns only its observations, latest observed first, ties newest id first."""
+    early = store.add_observation("p", source="s", content_hash="a", payload={}, now=NOW - timedelta(days=9))
+    late = store.add_observation("p", source="s", content_hash="b", payload={}, now=LATER)
+    same = store.add_observation("p", source="s", content_hash="c", payload={}, now=LATER)
+    mid = store.add_observation("p", source="s", content_hash="d", payload={}, now=NOW)
+    assert early is not None
+    assert late is not None
+    assert same is not None
+    assert mid is not None
+    assert [o.id for o in store.list_observations("p", since=NOW)] == [same.id, late.id, mid.id]
+    assert [o.id for o in store.list_observations("p", since=LATER + timedelta(seconds=1))] == []
+    assert [o.id for o in store.list_observations("p", limit=1)] == [same.id]

@@ -313,7 +313,8 @@ class Store(ABC):
     def list_observations(
         self, profile: str, *, since: datetime = EPOCH, limit: int = 100
     ) -> list[Observation]:
-        """Newest first."""
+        """Those observed at or after ``since``, newest first (by observation time, then id); as
+        fast with a year of older observations as with none."""
 
     @abstractmethod
     def add_note(

@@ -499,7 +499,7 @@ class MemoryStore(Store):
     ) -> list[Observation]:
         with self._lock:
             found = [o for o in self.observations.values() if o.profile == profile and o.observed_at >= since]
-        return sorted(found, key=lambda o: -o.id)[:limit]
+        return sorted(found, key=lambda o: (o.observed_at, o.id), reverse=True)[:limit]
 
     def add_note(
         self, profile: str, text: str, *, now: datetime, source: str = "", tainted: bool = False

@@ -180,8 +180,10 @@ ON CONFLICT (profile, content_hash) DO NOTHING
 RETURNING *;
 
 -- name: list_observations
+-- Ordered along observations_time, so a window walks only its own rows: ordered by id, SQLite
+-- walked every older observation of the profile to find that the window was empty.
 SELECT * FROM observations WHERE profile = :profile AND observed_at >= :since
-ORDER BY id DESC LIMIT :limit;
+ORDER BY observed_at DESC, id DESC LIMIT :limit;
 
 -- name: add_note
 INSERT INTO notes (profile, text, source, tainted, created_at)
