@@ -644,3 +644,91 @@ def test_unstorable_text_is_refused_by_name(store: Store, bad: str) -> None:
     with pytest.raises(ValidationError, match="recipient"):
         store.stage_intent("p", NewIntent("email", "t", recipient=bad), now=NOW)
     assert [t.title for t in store.list_tasks("p")] == []
+
+
+# -- re-prioritisation and retention ---------------------------------------------------------------
+
+
+def test_task_priority_can_be_set_and_reorders_the_board(store: Store) -> None:
+    """The slow tick's new priority is kept and the board lists the task accordingly."""
+    low = store.add_task("p", "low", priority=1, now=NOW)
+    high = store.add_task("p", "high", priority=5, now=NOW)
+    made = store.set_task_priority("p", low.id, 9, now=LATER)
+    assert (made.priority, made.updated_at) == (9, LATER)
+    assert [t.id for t in store.list_tasks("p")] == [low.id, high.id]
+    with pytest.raises(NotFoundError):
+        store.set_task_priority("q", low.id, 1, now=LATER)
+
+
+def _progress(store: Store, kind: str, at: datetime, intent_id: int | None = None) -> int:
+    row = NewProgress(kind, Outcome.NOOP, started_at=at, ended_at=at, intent_id=intent_id)
+    return store.record_progress("p", row).id
+
+
+def test_prune_keeps_the_newest_rows_of_each_tick_kind(store: Store) -> None:
+    """Old progress goes, but never below the N newest rows of each tick kind, however old."""
+    old = NOW - timedelta(days=60)
+    slow = [_progress(store, "slow", old + timedelta(minutes=i)) for i in range(3)]
+    fast = [_progress(store, "fast", old + timedelta(hours=1, minutes=i)) for i in range(10)]
+    fresh = _progress(store, "fast", NOW)
+    store.record_progress("q", NewProgress("fast", Outcome.NOOP, started_at=old, ended_at=old))
+    counts = store.prune("p", before=NOW - timedelta(days=30), keep_recent=2)
+    assert counts["progress"] == 1 + 9
+    left = {r.id for r in store.recent_progress("p", limit=100)}
+    assert left == {slow[1], slow[2], fast[-1], fresh}
+    assert len(store.recent_progress("q")) == 1  # another profile is untouched
+
+
+def test_prune_never_deletes_a_row_an_open_intent_references(store: Store) -> None:
+    """A progress row or notification tied to an intent still in flight survives pruning."""
+    old = NOW - timedelta(days=60)
+    waiting = staged(store, Verdict.REQUIRES_APPROVAL)
+    finished = staged(store, Verdict.BLOCKED)
+    kept = _progress(store, "fast", old, intent_id=waiting)
+    _progress(store, "fast", old, intent_id=finished)
+    store.log_notification(
+        "p", channel="attention", kind="candidate", subject="s", now=old, intent_id=waiting
+    )
+    store.log_notification(
+        "p", channel="attention", kind="candidate", subject="s", now=old, intent_id=finished
+    )
+    counts = store.prune("p", before=NOW, keep_recent=0)
+    assert (counts["progress"], counts["notifications"]) == (1, 1)
+    assert [r.id for r in store.recent_progress("p")] == [kept]
+    assert [n.intent_id for n in store.list_notifications("p")] == [waiting]
+
+
+def test_prune_thins_observations_and_states_of_play_within_floors(store: Store) -> None:
+    """Old observations and summaries go; the newest N of each kind and all recent ones stay."""
+    old = NOW - timedelta(days=60)
+    for i in range(5):
+        store.add_observation("p", source="s", content_hash=f"h{i}", payload={}, now=old)
+        store.add_state_of_play("p", f"summary {i}", now=old)
+    store.add_observation("p", source="s", content_hash="new", payload={}, now=NOW)
+    counts = store.prune("p", before=NOW - timedelta(days=1), keep_recent=2)
+    assert (counts["observations"], counts["states_of_play"]) == (4, 3)
+    assert [o.content_hash for o in store.list_observations("p")] == ["new", "h4"]
+    latest = store.latest_state_of_play("p")
+    assert latest is not None
+    assert latest.text == "summary 4"
+    assert store.prune("p", before=NOW - timedelta(days=1), keep_recent=2) == {
+        "progress": 0,
+        "observations": 0,
+        "notifications": 0,
+        "states_of_play": 0,
+    }
+
+
+def test_observations_window_is_newest_first_by_observation_time(store: Store) -> None:
+    """A `since` window returns only its observations, latest observed first, ties newest id first."""
+    early = store.add_observation("p", source="s", content_hash="a", payload={}, now=NOW - timedelta(days=9))
+    late = store.add_observation("p", source="s", content_hash="b", payload={}, now=LATER)
+    same = store.add_observation("p", source="s", content_hash="c", payload={}, now=LATER)
+    mid = store.add_observation("p", source="s", content_hash="d", payload={}, now=NOW)
+    assert early is not None
+    assert late is not None
+    assert same is not None
+    assert mid is not None
+    assert [o.id for o in store.list_observations("p", since=NOW)] == [same.id, late.id, mid.id]
+    assert [o.id for o in store.list_observations("p", since=LATER + timedelta(seconds=1))] == []
+    assert [o.id for o in store.list_observations("p", limit=1)] == [same.id]

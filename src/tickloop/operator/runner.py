@@ -8,7 +8,9 @@ handler cannot interrupt a blocked C call) and exits 128+signal. The guard is ma
 handler then only notes the exit code and lets the write finish. One row, never two.
 
 SIGKILL (and a crash before the store is open) writes nothing; the stall monitor, which runs
-outside the loop, reports that as SILENT.
+outside the loop, reports that as SILENT. So does a SIGTERM that arrives while the process is still
+starting, before ``run_tick`` installs its handler: Python's default action ends the process with no
+row. From the handler's installation on, every path leaves exactly one row.
 
 Exit codes (``tickloop operator tick``):
 
@@ -85,11 +87,21 @@ class TickContext:
     _model: ChatModel | None = None
 
     def model(self) -> ChatModel:
-        """The configured model, built on first use (only the model path imports a model SDK)."""
+        """The configured model, built on first use (only the model path imports a model SDK).
+
+        The built-in offline model answers the operator's structured requests with
+        ``tickloop.operator.offline.answer``, so the whole loop runs with no network; the chat's
+        offline model is built elsewhere and keeps its plain replies."""
         if self._model is None:
+            from tickloop.models.offline import OfflineModel  # noqa: PLC0415
             from tickloop.models.registry import get_model  # noqa: PLC0415
 
-            self._model = get_model(self.settings.model.name, self.settings, self.env)
+            model = get_model(self.settings.model.name, self.settings, self.env)
+            if isinstance(model, OfflineModel) and model.json_reply is None:
+                from tickloop.operator.offline import answer  # noqa: PLC0415
+
+                model.json_reply = answer
+            self._model = model
         return self._model
 
 
@@ -187,8 +199,10 @@ def run_tick(
     clock: Clock | None = None,
     log: Callable[[str], None] | None = None,
     options: Mapping[str, object] | None = None,
+    model: ChatModel | None = None,
 ) -> int:
-    """Run one tick of ``kind`` for ``profile``; returns the process exit code."""
+    """Run one tick of ``kind`` for ``profile``; returns the process exit code. ``model`` replaces
+    the configured one (tests, benchmarks); by default it is built from settings on first use."""
     clock = clock or SystemClock()
     guard = Guard(store, profile, kind, clock)
     ctx = TickContext(
@@ -201,6 +215,7 @@ def run_tick(
         log=log or _stderr_log(clock),
         owner=f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:8]}",
         options=options or {},
+        _model=model,
     )
     with _signals(guard):
         code = _guarded(ctx, guard)

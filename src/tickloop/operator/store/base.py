@@ -50,6 +50,10 @@ from tickloop.operator.domain import (
     Verdict,
 )
 
+#: The ephemeral kinds ``prune`` deletes from, in the order it reports them.
+PRUNABLE = ("progress", "observations", "notifications", "states_of_play")
+#: The intent statuses that still await something; rows that reference them are never pruned.
+OPEN_INTENT_STATUSES = ("proposed", "allowed", "requires_approval", "ready", "approved", "claimed", "sending")
 #: The start of time for "since" windows that are not given.
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _WORD = re.compile(r"[^\W_]+")
@@ -146,6 +150,10 @@ class Store(ABC):
     @abstractmethod
     def list_tasks(self, profile: str) -> list[Task]:
         """The board: highest priority first, then oldest."""
+
+    @abstractmethod
+    def set_task_priority(self, profile: str, task_id: int, priority: int, *, now: datetime) -> Task:
+        """Set a task's priority (the slow tick's re-prioritisation); ``NotFoundError`` if unknown."""
 
     @abstractmethod
     def set_task_status(
@@ -312,7 +320,8 @@ class Store(ABC):
     def list_observations(
         self, profile: str, *, since: datetime = EPOCH, limit: int = 100
     ) -> list[Observation]:
-        """Newest first."""
+        """Those observed at or after ``since``, newest first (by observation time, then id); as
+        fast with a year of older observations as with none."""
 
     @abstractmethod
     def add_note(
@@ -423,6 +432,19 @@ class Store(ABC):
     @abstractmethod
     def latest_state_of_play(self, profile: str) -> StateOfPlay | None:
         """The newest summary, or None."""
+
+    # -- retention ----------------------------------------------------------------------------------
+
+    @abstractmethod
+    def prune(self, profile: str, *, before: datetime, keep_recent: int) -> dict[str, int]:
+        """Delete the profile's ephemeral rows older than ``before``, within the retention floors;
+        return how many rows of each kind went (``PRUNABLE`` names the kinds).
+
+        Floors: the ``keep_recent`` newest rows of each kind always stay (progress: of each tick
+        kind, so a rare tick's last row survives a flood of fast ones), and so does any progress
+        row or notification that references an open (non-final) intent. Intents, decisions, goal
+        models, the board, notes and critiques are never pruned here. A pruned observation's hash
+        may be observed again later."""
 
     # -- tick locks ---------------------------------------------------------------------------------
 

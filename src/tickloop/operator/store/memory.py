@@ -46,7 +46,7 @@ from tickloop.operator.domain import (
     check_text,
 )
 from tickloop.operator.store._rows import dumps
-from tickloop.operator.store.base import EPOCH, Store, search_tokens
+from tickloop.operator.store.base import EPOCH, OPEN_INTENT_STATUSES, Store, search_tokens
 from tickloop.operator.store.sqlstore import check_decidable, check_ending, check_finishable
 
 
@@ -193,6 +193,12 @@ class MemoryStore(Store):
         with self._lock:
             mine = [t for t in self.tasks.values() if t.profile == profile]
         return sorted(mine, key=lambda t: (-t.priority, t.id))
+
+    def set_task_priority(self, profile: str, task_id: int, priority: int, *, now: datetime) -> Task:
+        with self._lock:
+            made = replace(self.get_task(profile, task_id), priority=priority, updated_at=_utc(now))
+            self.tasks[task_id] = made
+            return made
 
     def set_task_status(
         self,
@@ -510,7 +516,7 @@ class MemoryStore(Store):
     ) -> list[Observation]:
         with self._lock:
             found = [o for o in self.observations.values() if o.profile == profile and o.observed_at >= since]
-        return sorted(found, key=lambda o: -o.id)[:limit]
+        return sorted(found, key=lambda o: (o.observed_at, o.id), reverse=True)[:limit]
 
     def add_note(
         self, profile: str, text: str, *, now: datetime, source: str = "", tainted: bool = False
@@ -679,6 +685,49 @@ class MemoryStore(Store):
             mine = [s for s in self.states if s.profile == profile]
         return mine[-1] if mine else None
 
+    # -- retention ----------------------------------------------------------------------------------
+
+    def prune(self, profile: str, *, before: datetime, keep_recent: int) -> dict[str, int]:
+        keep = max(0, keep_recent)
+        with self._lock:
+            open_ids = {
+                i.id
+                for i in self.intents.values()
+                if i.profile == profile and i.status in OPEN_INTENT_STATUSES
+            }
+
+            def goes(row_id: int, at: datetime, newest: set[int], intent_id: int | None = None) -> bool:
+                return (
+                    at < before and row_id not in newest and (intent_id is None or intent_id not in open_ids)
+                )
+
+            progress = self.progress.get(profile, [])
+            floor = {r.id for kind in {r.tick_kind for r in progress} for r in _newest(progress, keep, kind)}
+            kept = [r for r in progress if not goes(r.id, r.started_at, floor, r.intent_id)]
+            counts = {"progress": len(progress) - len(kept)}
+            self.progress[profile] = kept
+            mine = [o for o in self.observations.values() if o.profile == profile]
+            floor = {o.id for o in sorted(mine, key=lambda o: -o.id)[:keep]}
+            gone = [o.id for o in mine if goes(o.id, o.observed_at, floor)]
+            for row_id in gone:
+                del self.observations[row_id]
+            counts["observations"] = len(gone)
+            counts["notifications"] = self._prune_list(self.notifications, profile, keep, goes)
+            counts["states_of_play"] = self._prune_list(self.states, profile, keep, goes)
+            return counts
+
+    @staticmethod
+    def _prune_list(items: list[Any], profile: str, keep: int, goes: Any) -> int:
+        mine = [x for x in items if x.profile == profile]
+        floor = {x.id for x in sorted(mine, key=lambda x: -x.id)[:keep]}
+        gone = {
+            x.id
+            for x in mine
+            if goes(x.id, getattr(x, "sent_at", None) or x.created_at, floor, getattr(x, "intent_id", None))
+        }
+        items[:] = [x for x in items if not (x.profile == profile and x.id in gone)]
+        return len(gone)
+
     # -- tick locks ---------------------------------------------------------------------------------
 
     @contextmanager
@@ -715,6 +764,10 @@ def _flagged(name: str, stats: LoopStats, flagged: Flagged, active: set[str]) ->
         or not stats.has_active_goal
         or name in active
     )
+
+
+def _newest(rows: list[ProgressRow], keep: int, kind: str) -> list[ProgressRow]:
+    return sorted((r for r in rows if r.tick_kind == kind), key=lambda r: -r.id)[:keep]
 
 
 def _round_trip(text: str) -> Any:

@@ -43,7 +43,7 @@ from tickloop.operator.domain import (
 from tickloop.operator.store import _rows as rows
 from tickloop.operator.store._rows import dumps
 from tickloop.operator.store._sql import Tx
-from tickloop.operator.store.base import EPOCH, Store, search_tokens
+from tickloop.operator.store.base import EPOCH, PRUNABLE, Store, search_tokens
 
 #: For each way a claim may end, the statuses it may end from (claimed and/or sending).
 _FINISH_FROM = {
@@ -162,6 +162,13 @@ class SqlStore(Store):
     def list_tasks(self, profile: str) -> list[Task]:
         with self._read() as tx:
             return [rows.task(r) for r in tx.rows("list_tasks", profile=profile)]
+
+    def set_task_priority(self, profile: str, task_id: int, priority: int, *, now: datetime) -> Task:
+        with self._write_one() as tx:
+            row = tx.one("set_task_priority", profile=profile, id=task_id, priority=priority, now=now)
+        if row is None:
+            raise NotFoundError(f"no task {task_id} in profile {profile!r}")
+        return rows.task(row)
 
     def set_task_status(
         self,
@@ -677,6 +684,15 @@ class SqlStore(Store):
         with self._read() as tx:
             row = tx.one("latest_state_of_play", profile=profile)
         return None if row is None else rows.state_of_play(row)
+
+    # -- retention ----------------------------------------------------------------------------------
+
+    def prune(self, profile: str, *, before: datetime, keep_recent: int) -> dict[str, int]:
+        keep = max(0, keep_recent)
+        with self._write() as tx:
+            return {
+                kind: tx.run(f"prune_{kind}", profile=profile, before=before, keep=keep) for kind in PRUNABLE
+            }
 
 
 def _moment(value: object) -> datetime | None:

@@ -180,8 +180,10 @@ ON CONFLICT (profile, content_hash) DO NOTHING
 RETURNING *;
 
 -- name: list_observations
+-- Ordered along observations_time, so a window walks only its own rows: ordered by id, SQLite
+-- walked every older observation of the profile to find that the window was empty.
 SELECT * FROM observations WHERE profile = :profile AND observed_at >= :since
-ORDER BY id DESC LIMIT :limit;
+ORDER BY observed_at DESC, id DESC LIMIT :limit;
 
 -- name: add_note
 INSERT INTO notes (profile, text, source, tainted, created_at)
@@ -260,3 +262,42 @@ UPDATE intents SET status = claim_prior, claim_owner = NULL, claimed_at = NULL, 
                    updated_at = :now
 WHERE profile = :profile AND status = 'claimed' AND claimed_at < :cutoff
 RETURNING id;
+
+-- name: set_task_priority
+UPDATE tasks SET priority = :priority, updated_at = :now
+WHERE profile = :profile AND id = :id
+RETURNING *;
+
+-- Retention (the nightly consolidation). Each DELETE keeps its floors in its own WHERE: the
+-- `keep` newest rows of the kind, and any row that references an open intent.
+
+-- name: prune_progress
+DELETE FROM progress
+WHERE profile = :profile AND started_at < :before
+  AND id NOT IN (SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY tick_kind ORDER BY id DESC) AS rn
+                                 FROM progress WHERE profile = :profile) AS ranked
+                 WHERE rn <= :keep)
+  AND (intent_id IS NULL
+       OR intent_id NOT IN (SELECT id FROM intents WHERE profile = :profile AND status IN
+           ('proposed', 'allowed', 'requires_approval', 'ready', 'approved', 'claimed', 'sending')));
+
+-- name: prune_observations
+DELETE FROM observations
+WHERE profile = :profile AND observed_at < :before
+  AND id NOT IN (SELECT id FROM (SELECT id FROM observations WHERE profile = :profile
+                                 ORDER BY id DESC LIMIT :keep) AS newest);
+
+-- name: prune_notifications
+DELETE FROM notifications
+WHERE profile = :profile AND sent_at < :before
+  AND id NOT IN (SELECT id FROM (SELECT id FROM notifications WHERE profile = :profile
+                                 ORDER BY id DESC LIMIT :keep) AS newest)
+  AND (intent_id IS NULL
+       OR intent_id NOT IN (SELECT id FROM intents WHERE profile = :profile AND status IN
+           ('proposed', 'allowed', 'requires_approval', 'ready', 'approved', 'claimed', 'sending')));
+
+-- name: prune_states_of_play
+DELETE FROM states_of_play
+WHERE profile = :profile AND created_at < :before
+  AND id NOT IN (SELECT id FROM (SELECT id FROM states_of_play WHERE profile = :profile
+                                 ORDER BY id DESC LIMIT :keep) AS newest);

@@ -1,0 +1,55 @@
+"""One structured model call of a tick: the versioned prompt, the context packet, a validated answer.
+
+Fail closed: a provider error, or an answer that is not exactly the schema, gives no value and an
+error naming why; nothing is repaired or guessed. Whatever happens, ``extra`` carries what the
+progress row records: the prompt's sha256, the model's name and the tokens in and out (as the
+provider reported them, or estimated as UTF-8 bytes / 4 when it did not).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from tickloop.errors import ModelError, ValidationError
+from tickloop.models.base import ChatMessage
+from tickloop.models.structured import decode_structured, schema_for
+from tickloop.operator.context import ContextPacket, estimated_tokens, user_message
+from tickloop.operator.prompts import load_prompt
+from tickloop.operator.runner import TickContext
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Asked(Generic[T]):
+    """The validated answer (or None) and what the row records about the call."""
+
+    value: T | None
+    error: str = ""
+    extra: dict[str, object] = field(default_factory=dict)
+    user_text: str = ""  #: the user message as sent (for size figures and tests)
+
+
+def ask(
+    ctx: TickContext, prompt_name: str, packet: ContextPacket, type_: type[T], preface: str = ""
+) -> Asked[T]:
+    """Ask the tick's model for one ``type_``; ``preface`` is a line before the packet."""
+    prompt = load_prompt(prompt_name)
+    text = (preface + "\n" if preface else "") + user_message(packet)
+    messages = [ChatMessage("system", prompt.text), ChatMessage("user", text)]
+    model = ctx.model()
+    extra: dict[str, object] = {"prompt": prompt.sha256, "model": model.name}
+    try:
+        completion = asyncio.run(model.complete(messages, json_schema=schema_for(type_)))
+    except ModelError as exc:
+        return Asked(None, f"model call failed: {exc.message}", extra, text)
+    usage = completion.usage
+    extra["tokens_in"] = usage.input_tokens if usage else sum(estimated_tokens(m.content) for m in messages)
+    extra["tokens_out"] = usage.output_tokens if usage else estimated_tokens(completion.text)
+    try:
+        value = decode_structured(completion.text, type_)
+    except ValidationError as exc:
+        return Asked(None, f"invalid model output (nothing was guessed): {exc.message}", extra, text)
+    return Asked(value, "", extra, text)

@@ -1,0 +1,216 @@
+"""The fast tick (the doer): re-ground, advance one step, ask for ONE intent, drift guard, gate.
+
+1. Re-ground: the active goal model is read afresh (none: ``refused``, "will not act on trajectory
+   alone", and no model call), then a fresh, size-bounded context packet: the latest state of play,
+   the current plan step, recent progress, new observations with their taint, the tried-and-failed
+   keys and the goal's last three critiques ("do not repeat these").
+2. Advance one step: the first pending plan step is the current one. With no plan the model derives
+   one action and the row says ``replan_needed=true``.
+3. One action intent, validated against ``ActionIntentOut``; anything else is a ``failed`` row and
+   no intent (fail closed).
+4. Drift guard: an exact-ish repeat of a tried-and-failed action is recorded as a blocked intent
+   (outcome ``blocked``) and never executed, unless the kernel sanctioned a recovery retry
+   (``options["sanctioned_retry"]``).
+5. Gate: the handler's tier, the taint of the packet and ``[gate]`` give the stamp. Allowed: the
+   intent goes to ``ready`` and the step is marked done (outcome ``staged``). Otherwise the tick stops
+   (``gate_stop``) and offers the person a notice candidate (``tickloop.operator.candidates``).
+
+``after`` writes the self-critique of a failed, blocked or gate-stopped tick.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from tickloop.config import section
+from tickloop.operator import candidates, drift, gate
+from tickloop.operator.context import ContextPacket
+from tickloop.operator.domain import (
+    GoalModel,
+    IntentOrigin,
+    NewIntent,
+    Outcome,
+    PlanStep,
+    StepStatus,
+    Tier,
+    Verdict,
+)
+from tickloop.operator.handlers.registry import handler_for
+from tickloop.operator.runner import TickContext, TickResult
+from tickloop.operator.schemas import ActionIntentOut, CritiqueOut, check_critique
+from tickloop.operator.ticks._ask import ask
+
+REFUSAL = "fast tick will not act on trajectory alone: there is no active goal model"
+#: How far back the drift guard looks for tried-and-failed actions.
+TRIED_WINDOW = timedelta(days=7)
+#: With no earlier fast tick, observations this recent count as new.
+NEW_WINDOW = timedelta(days=1)
+CRITIQUE_PREFACE = "Critiques of earlier ticks for this goal are in the packet: do not repeat these."
+_STOP_OUTCOMES = frozenset({Outcome.FAILED, Outcome.GATE_STOP, Outcome.BLOCKED})
+
+
+def run(ctx: TickContext) -> TickResult:
+    goal = ctx.store.active_goal_model(ctx.profile)
+    if goal is None:
+        return TickResult(Outcome.REFUSED, detail="no active goal model", error=REFUSAL)
+    step = ctx.store.current_plan_step(ctx.profile, goal.version)
+    packet, tried, tainted = build_packet(ctx, goal, step)
+    asked = ask(ctx, "fast", packet, ActionIntentOut, CRITIQUE_PREFACE if packet.critiques else "")
+    notes = _notes(step)
+    if asked.value is None:
+        return TickResult(Outcome.FAILED, detail=notes, error=asked.error, extra=asked.extra)
+    result = decide(ctx, asked.value, step, tried=tried, tainted=tainted)
+    detail = f"{notes} {result.detail}".strip()
+    return TickResult(result.outcome, detail, result.error, result.intent_id, asked.extra)
+
+
+def build_packet(
+    ctx: TickContext, goal: GoalModel, step: PlanStep | None
+) -> tuple[ContextPacket, list[str], bool]:
+    """The packet, the tried-and-failed keys, and whether any tainted observation is in it."""
+    store, profile, now = ctx.store, ctx.profile, ctx.clock.now()
+    progress = store.recent_progress(profile, limit=10)
+    observations = store.list_observations(profile, since=_new_since(ctx, now), limit=40)
+    failed = store.failed_actions(profile, since=now - TRIED_WINDOW, limit=40)
+    tried = [drift.normalise(i.action_type, i.title, i.recipient) for i in failed]
+    critiques = store.recent_critiques(profile, goal.version, limit=3)
+    state = store.latest_state_of_play(profile)
+    packet = ContextPacket(
+        goal={"version": goal.version, "title": goal.title, "body": goal.body},
+        tick="fast",
+        current_step=None if step is None else {"id": step.id, "title": step.title, "task_id": step.task_id},
+        replan_needed=step is None,
+        state_of_play=None if state is None else state.text,
+        board=[
+            {"id": t.id, "title": t.title, "priority": t.priority, "status": str(t.status)}
+            for t in store.list_tasks(profile)[:60]
+        ],
+        # Oldest first: the packet keeps the newest (last) entries when it must trim.
+        recent_progress=[_progress(r) for r in reversed(progress)],
+        observations=[
+            {"source": o.source, "tainted": o.tainted, "at": o.observed_at.isoformat(), "payload": o.payload}
+            for o in reversed(observations)
+        ],
+        tried_and_failed=list(reversed(tried)),
+        critiques=[
+            {"critique": c.text, "failure_type": c.failure_type, "note": "do not repeat these"}
+            for c in reversed(critiques)
+        ],
+    )
+    # Conservative: any tainted observation offered to the packet taints the action, even one
+    # the size budget later trims away.
+    return packet, tried, any(o.tainted for o in observations)
+
+
+def decide(
+    ctx: TickContext, out: ActionIntentOut, step: PlanStep | None, *, tried: list[str], tainted: bool
+) -> TickResult:
+    """Drift guard, then the gate; the intent is recorded on every path with its stamp."""
+    store, profile, now = ctx.store, ctx.profile, ctx.clock.now()
+    spec = handler_for(out.action_type)
+    intent = _new_intent(out, step, None if spec is None else spec.tier, tainted=tainted)
+    key = drift.normalise(out.action_type, out.title, out.recipient)
+    sanctioned = bool(ctx.options.get("sanctioned_retry", False))
+    if drift.is_repeat(key, tried, sanctioned_retry=sanctioned):
+        made = store.stage_intent(profile, intent, now=now)
+        store.record_verdict(
+            profile, made.id, Verdict.BLOCKED, [f"drift.repeat: {key!r} already failed"], now=now
+        )
+        return TickResult(Outcome.BLOCKED, detail=f"drift guard: repeat of {key!r}", intent_id=made.id)
+    settings = section(ctx.settings, "gate", gate.GateSettings)
+    proposal = gate.Proposal(out.action_type, None if spec is None else spec.tier, tainted, intent.payload)
+    stamp = gate.judge(proposal, settings)
+    made = store.stage_intent(profile, intent, now=now)
+    store.record_verdict(profile, made.id, stamp.verdict, stamp.reasons, now=now)
+    if stamp.verdict is Verdict.ALLOWED:
+        store.mark_ready(profile, made.id, now=now)
+        if step is not None:
+            store.set_step_status(profile, step.id, StepStatus.DONE, now=now)
+        return TickResult(Outcome.STAGED, detail=f"intent={made.id} {out.action_type}", intent_id=made.id)
+    text = f"{out.action_type} {out.title!r}: {stamp.verdict}; " + "; ".join(stamp.reasons)
+    notice = candidates.offer(store, profile, candidates.Candidate("fast.gate_stop", text, made.id), now=now)
+    return TickResult(
+        Outcome.GATE_STOP,
+        detail=f"intent={made.id} {stamp.verdict} notice_candidate={notice.id}",
+        error="; ".join(stamp.reasons),
+        intent_id=made.id,
+    )
+
+
+def after(ctx: TickContext, result: TickResult) -> None:
+    """After a failed, blocked or gate-stopped tick: ONE self-critique for the active goal.
+
+    The outcome label is already on the row; the model is shown it and asked only what to do
+    differently. An invalid answer stores nothing. The store keeps the newest three per goal."""
+    if result.outcome not in _STOP_OUTCOMES:
+        return
+    goal = ctx.store.active_goal_model(ctx.profile)
+    if goal is None:
+        return
+    step = ctx.store.current_plan_step(ctx.profile, goal.version)
+    packet = ContextPacket(
+        goal={"version": goal.version, "title": goal.title, "body": goal.body},
+        tick="critique",
+        current_step=None if step is None else {"id": step.id, "title": step.title},
+        recent_progress=[{"outcome": str(result.outcome), "detail": result.detail, "error": result.error}],
+        outcome=str(result.outcome),
+    )
+    asked = ask(ctx, "critique", packet, CritiqueOut)
+    if asked.value is None:
+        ctx.log(f"fast: no self-critique stored: {asked.error}")
+        return
+    try:
+        critique = check_critique(asked.value)
+    except Exception as exc:  # noqa: BLE001  (a ValidationError: too many sentences; store nothing)
+        ctx.log(f"fast: no self-critique stored: {exc}")
+        return
+    ctx.store.add_critique(
+        ctx.profile,
+        goal.version,
+        critique.critique,
+        failure_type=critique.failure_type,
+        now=ctx.clock.now(),
+        keep=3,
+    )
+
+
+def _new_intent(
+    out: ActionIntentOut, step: PlanStep | None, tier: Tier | None, *, tainted: bool
+) -> NewIntent:
+    payload: dict[str, Any] = {"body": out.body, "rationale": out.rationale}
+    if out.amount is not None:
+        payload["amount"] = out.amount
+    if out.vendor:
+        payload["vendor"] = out.vendor
+    if step is not None:
+        payload["step_id"] = step.id
+    return NewIntent(
+        action_type=out.action_type,
+        title=out.title,
+        recipient=out.recipient,
+        payload=payload,
+        # No handler knows the type: store it as external, the cautious tier (the gate already
+        # requires approval for it, and the executor has nothing to run it with).
+        tier=Tier.EXTERNAL if tier is None else tier,
+        origin=IntentOrigin(tick_kind="fast", tainted=tainted),
+    )
+
+
+def _new_since(ctx: TickContext, now: datetime) -> datetime:
+    """Observations are new since the previous fast tick began (or within a day, if none ran)."""
+    last = ctx.store.recent_progress(ctx.profile, limit=1, tick_kind="fast")
+    return last[0].started_at if last else now - NEW_WINDOW
+
+
+def _progress(row: Any) -> dict[str, Any]:
+    return {
+        "kind": row.tick_kind,
+        "outcome": str(row.outcome),
+        "at": row.ended_at.isoformat(),
+        "error": row.error,
+    }
+
+
+def _notes(step: PlanStep | None) -> str:
+    return "replan_needed=true" if step is None else f"step={step.id}"

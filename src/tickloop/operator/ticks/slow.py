@@ -1,0 +1,109 @@
+"""The slow tick (the daily reviewer): re-prioritise the board, flag drift, write the forward plan.
+
+1. Reconcile the plan with the board first: a pending step whose task became blocked is flipped to
+   ``blocked`` (never ``done``: that would silently skip work that never happened); a pending step
+   whose task is done is marked ``done``.
+2. Ask the model for a ``ReviewOut`` against the goal model, the board, three days of progress and
+   recent observations. Invalid output: a ``failed`` row and nothing changed.
+3. Apply it: priorities of tasks that exist, then the ordered plan (``replace_plan``), keeping only
+   steps linked to an open task or to none (model output is untrusted: an unknown or blocked task
+   gets no step). Drift and what is falling behind become notice candidates for the person.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from tickloop.operator import candidates
+from tickloop.operator.context import ContextPacket
+from tickloop.operator.domain import GoalModel, NewPlanStep, Outcome, StepStatus, Task, TaskStatus
+from tickloop.operator.runner import TickContext, TickResult
+from tickloop.operator.schemas import ReviewOut
+from tickloop.operator.ticks._ask import ask
+
+REFUSAL = "slow tick will not review on trajectory alone: there is no active goal model"
+PROGRESS_WINDOW = timedelta(days=3)
+_CLOSED = frozenset({TaskStatus.BLOCKED, TaskStatus.DONE})
+
+
+def run(ctx: TickContext) -> TickResult:
+    goal = ctx.store.active_goal_model(ctx.profile)
+    if goal is None:
+        return TickResult(Outcome.REFUSED, detail="no active goal model", error=REFUSAL)
+    flipped = reconcile(ctx, goal)
+    tasks = {t.id: t for t in ctx.store.list_tasks(ctx.profile)}
+    asked = ask(ctx, "slow", _packet(ctx, goal, list(tasks.values())), ReviewOut)
+    if asked.value is None:
+        return TickResult(Outcome.FAILED, detail=flipped, error=asked.error, extra=asked.extra)
+    review = asked.value
+    changed = _reprioritise(ctx, tasks, review)
+    steps = [
+        NewPlanStep(s.title, s.task_id)
+        for s in review.plan
+        if s.task_id is None or (s.task_id in tasks and tasks[s.task_id].status not in _CLOSED)
+    ]
+    ctx.store.replace_plan(ctx.profile, goal.version, steps, now=ctx.clock.now())
+    offered = _offer(ctx, "slow.drift", "Drifting from the goal", review.drift)
+    offered += _offer(ctx, "slow.behind", "Falling behind", review.behind)
+    detail = (
+        f"{flipped} reprioritised={changed} plan_steps={len(steps)}"
+        f" dropped_steps={len(review.plan) - len(steps)}"
+        f" drift={len(review.drift)} behind={len(review.behind)} notice_candidates={offered}"
+    )
+    return TickResult(Outcome.DONE, detail=detail, extra=asked.extra)
+
+
+def reconcile(ctx: TickContext, goal: GoalModel) -> str:
+    """Flip pending steps whose task is blocked to blocked, and those whose task is done to done."""
+    status = {t.id: t.status for t in ctx.store.list_tasks(ctx.profile)}
+    target = {TaskStatus.BLOCKED: StepStatus.BLOCKED, TaskStatus.DONE: StepStatus.DONE}
+    counts = {StepStatus.BLOCKED: 0, StepStatus.DONE: 0}
+    for step in ctx.store.list_plan(ctx.profile, goal.version):
+        task_status = status.get(step.task_id) if step.task_id is not None else None
+        if step.status is StepStatus.PENDING and task_status in target:
+            new = target[task_status]
+            ctx.store.set_step_status(ctx.profile, step.id, new, now=ctx.clock.now())
+            counts[new] += 1
+    return f"steps_blocked={counts[StepStatus.BLOCKED]} steps_done={counts[StepStatus.DONE]}"
+
+
+def _packet(ctx: TickContext, goal: GoalModel, tasks: list[Task]) -> ContextPacket:
+    now = ctx.clock.now()
+    progress = [
+        r for r in ctx.store.recent_progress(ctx.profile, limit=60) if r.ended_at >= now - PROGRESS_WINDOW
+    ]
+    observations = ctx.store.list_observations(ctx.profile, since=now - timedelta(days=1), limit=40)
+    state = ctx.store.latest_state_of_play(ctx.profile)
+    return ContextPacket(
+        goal={"version": goal.version, "title": goal.title, "body": goal.body},
+        tick="slow",
+        state_of_play=None if state is None else state.text,
+        board=[
+            {"id": t.id, "title": t.title, "priority": t.priority, "status": str(t.status)} for t in tasks
+        ],
+        recent_progress=[
+            {"kind": r.tick_kind, "outcome": str(r.outcome), "at": r.ended_at.isoformat(), "error": r.error}
+            for r in reversed(progress)
+        ],
+        observations=[
+            {"source": o.source, "tainted": o.tainted, "payload": o.payload} for o in reversed(observations)
+        ],
+    )
+
+
+def _reprioritise(ctx: TickContext, tasks: dict[int, Task], review: ReviewOut) -> int:
+    changed = 0
+    for key, priority in review.priorities.items():
+        task = tasks.get(int(key)) if key.isascii() and key.isdigit() else None
+        if task is not None and task.priority != priority:
+            ctx.store.set_task_priority(ctx.profile, task.id, priority, now=ctx.clock.now())
+            changed += 1
+    return changed
+
+
+def _offer(ctx: TickContext, topic: str, heading: str, items: list[str]) -> int:
+    if not items:
+        return 0
+    text = f"{heading}: " + "; ".join(items)
+    candidates.offer(ctx.store, ctx.profile, candidates.Candidate(topic, text), now=ctx.clock.now())
+    return 1
