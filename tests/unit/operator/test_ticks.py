@@ -20,6 +20,7 @@ from tickloop.models.structured import decode_structured
 from tickloop.operator import candidates
 from tickloop.operator.context import read_packet
 from tickloop.operator.domain import (
+    DecisionKind,
     GoalStatus,
     IntentStatus,
     NewIntent,
@@ -531,3 +532,32 @@ def test_consolidate_without_a_goal_still_prunes(clock: FakeClock) -> None:
 def test_fast_after_is_a_noop_for_success() -> None:
     """The critique hook does nothing for outcomes that are not failures (and never raises)."""
     fast.after(None, TickResult(Outcome.STAGED))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("decision", "step_status"),
+    [(DecisionKind.APPROVE, StepStatus.DONE), (DecisionKind.DENY, StepStatus.SKIPPED)],
+)
+def test_a_gate_stopped_step_waits_for_the_person_then_the_plan_moves_on(
+    clock: FakeClock, decision: DecisionKind, step_status: StepStatus
+) -> None:
+    """While a step's intent awaits approval, later fast ticks wait (no new intent, no new candidate);
+    once the person approves (done) or denies (skipped), the next tick works on the next step."""
+    store = make_store(clock)
+    email, note = store.replace_plan(
+        P, 1, [NewPlanStep("Email ada@example.org: weekly update"), NewPlanStep("Write 3.1")], now=clock.now()
+    )
+    tick(store, clock, "fast", offline())
+    [waiting] = store.list_intents(P)
+    assert (last_row(store).outcome, waiting.status) == (Outcome.GATE_STOP, IntentStatus.REQUIRES_APPROVAL)
+    for _ in range(3):
+        assert tick(store, clock, "fast", offline()) == 0
+        assert last_row(store).outcome is Outcome.NOOP
+        assert f"decision on intent {waiting.id}" in last_row(store).detail
+    assert len(store.list_intents(P)) == 1
+    assert len(candidates.pending(store, P)) == 1
+    store.decide(P, waiting.id, decision, by="ada", now=clock.now())
+    tick(store, clock, "fast", offline())
+    assert last_row(store).outcome is Outcome.STAGED
+    steps = {s.id: s.status for s in store.list_plan(P, 1)}
+    assert steps == {email.id: step_status, note.id: StepStatus.DONE}

@@ -29,6 +29,7 @@ from tickloop.operator.context import ContextPacket
 from tickloop.operator.domain import (
     GoalModel,
     IntentOrigin,
+    IntentStatus,
     NewIntent,
     Outcome,
     PlanStep,
@@ -39,6 +40,7 @@ from tickloop.operator.domain import (
 from tickloop.operator.handlers.registry import handler_for
 from tickloop.operator.runner import TickContext, TickResult
 from tickloop.operator.schemas import ActionIntentOut, CritiqueOut, check_critique
+from tickloop.operator.store.base import Store
 from tickloop.operator.ticks._ask import ask
 
 REFUSAL = "fast tick will not act on trajectory alone: there is no active goal model"
@@ -55,6 +57,9 @@ def run(ctx: TickContext) -> TickResult:
     if goal is None:
         return TickResult(Outcome.REFUSED, detail="no active goal model", error=REFUSAL)
     step = ctx.store.current_plan_step(ctx.profile, goal.version)
+    step, waiting = settle_step(ctx, goal, step)
+    if waiting is not None:
+        return TickResult(Outcome.NOOP, detail=f"waiting on the person's decision on intent {waiting}")
     packet, tried, tainted = build_packet(ctx, goal, step)
     asked = ask(ctx, "fast", packet, ActionIntentOut, CRITIQUE_PREFACE if packet.critiques else "")
     notes = _notes(step)
@@ -63,6 +68,48 @@ def run(ctx: TickContext) -> TickResult:
     result = decide(ctx, asked.value, step, tried=tried, tainted=tainted)
     detail = f"{notes} {result.detail}".strip()
     return TickResult(result.outcome, detail, result.error, result.intent_id, asked.extra)
+
+
+#: Statuses that mean the person approved a step's intent (or the executor already took it).
+_DECIDED_YES = (
+    IntentStatus.APPROVED,
+    IntentStatus.CLAIMED,
+    IntentStatus.SENDING,
+    IntentStatus.SENT,
+    IntentStatus.COMPLETED,
+)
+
+
+def settle_step(
+    ctx: TickContext, goal: GoalModel, step: PlanStep | None
+) -> tuple[PlanStep | None, int | None]:
+    """A gate-stopped step waits for the person instead of being proposed again: while one of its
+    intents awaits a decision, return that intent's id. Once decided, the step is done (approved) or
+    skipped (denied), and the next pending step is current."""
+    store, profile, now = ctx.store, ctx.profile, ctx.clock.now()
+    while step is not None:
+        mine = {
+            status: _for_step(store, profile, status, step.id)
+            for status in (IntentStatus.REQUIRES_APPROVAL, IntentStatus.DENIED, *_DECIDED_YES)
+        }
+        if mine[IntentStatus.REQUIRES_APPROVAL]:
+            return step, mine[IntentStatus.REQUIRES_APPROVAL][0]
+        if any(mine[s] for s in _DECIDED_YES):
+            store.set_step_status(profile, step.id, StepStatus.DONE, now=now)
+        elif mine[IntentStatus.DENIED]:
+            store.set_step_status(profile, step.id, StepStatus.SKIPPED, now=now)
+        else:
+            return step, None
+        step = store.current_plan_step(profile, goal.version)
+    return None, None
+
+
+def _for_step(store: Store, profile: str, status: IntentStatus, step_id: int) -> list[int]:
+    return [
+        i.id
+        for i in store.list_intents(profile, status=status, limit=200)
+        if i.payload.get("step_id") == step_id
+    ]
 
 
 def build_packet(
