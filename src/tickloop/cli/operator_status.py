@@ -34,6 +34,8 @@ def _render(view: object) -> None:
 
     assert isinstance(view, Overview)
     console = Console()
+    if not console.is_terminal:  # rich assumes 80 columns when piped; the overview needs more
+        console = Console(width=140)
     console.print(
         f"[bold]{escape(view.profile)}[/]  goal: {escape(view.goal or 'none (run tickloop operator init)')}"
     )

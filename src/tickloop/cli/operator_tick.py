@@ -43,4 +43,6 @@ def tick(kind: str, profile: str, day: datetime | None, dry_run: bool) -> None: 
         code = run_tick(
             kind, store=store, profile=profile, settings=settings, env=os.environ, options=options
         )
+        for row in store.recent_progress(profile, limit=1, tick_kind=kind):  # the row this tick wrote
+            click.echo(" ".join(part for part in (f"{kind}: {row.outcome}", row.detail, row.error) if part))
     sys.exit(code)
