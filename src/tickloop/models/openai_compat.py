@@ -373,13 +373,13 @@ def _status_text(status: int, message: str, key_env: str | None) -> str:
         401: f"the server refused the credentials: check {key}.",
         403: f"the server refused the credentials: check {key}.",
         404: "check the base URL (it usually ends in /v1) and the model id.",
-        # FastAPI-based servers (llama-cpp-python) answer a request they cannot validate with 422
-        422: _FORMAT_HINT,
         429: "rate limited or out of quota; tickloop does not retry on a timer: try again later.",
     }
     hint = hints.get(status) or (
         "the server failed; try again later." if status >= 500 else "the request was refused."
     )
+    if "response_format" in message:  # llama-cpp-python answers an unsupported format with HTTP 500
+        hint = _FORMAT_HINT
     return f"HTTP {status}{said.rstrip('.')}. {hint[0].upper()}{hint[1:]}"
 
 
