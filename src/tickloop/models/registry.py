@@ -2,7 +2,10 @@
 
 - ``offline``: built in, deterministic, no key, no network (the default).
 - ``local``: llama.cpp's OpenAI-compatible server on ``http://127.0.0.1:8087/v1`` serving
-  ``smollm2`` (``tickloop models serve-local``); no key. ``[model.endpoints.local]`` overrides it.
+  ``smollm2`` (``tickloop models serve-local``); no key; structured output as
+  ``responseFormat = "json_object_schema"`` (the form llama-cpp-python turns into a grammar; it
+  refuses the standard ``json_schema``). ``[model.endpoints.local]`` overrides it, keeping that
+  default unless it sets ``responseFormat``.
 - ``env``: ``TICKLOOP_MODEL_BASE_URL`` + ``TICKLOOP_MODEL_ID``, key from ``TICKLOOP_MODEL_API_KEY``
   (optional): one endpoint configured from the environment alone.
 - every ``[model.endpoints.NAME]`` in the settings.
@@ -15,11 +18,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from tickloop.config import EndpointSettings, Settings, secret
 from tickloop.errors import ConfigError, ModelError
 from tickloop.models.base import ChatModel
+
+if TYPE_CHECKING:
+    from tickloop.models.openai_compat import ResponseFormat
 from tickloop.models.offline import OfflineModel
 
 LOCAL_BASE_URL = "http://127.0.0.1:8087/v1"
@@ -107,7 +114,7 @@ def openai_compat_model(
         api_key_env=endpoint.api_key_env or None,
         timeout_s=endpoint.timeout_s,
         label=endpoint.label or None,
-        response_format=endpoint.response_format,
+        response_format=endpoint.response_format or _default_response_format(name),
         temperature=endpoint.temperature,
         max_tokens=endpoint.max_tokens,
     )
@@ -165,6 +172,11 @@ def _check_endpoint(name: str, endpoint: EndpointSettings) -> None:
             f"{where} apiKeyEnv must be the NAME of an environment variable (like DEEPSEEK_API_KEY), "
             "not the key itself"
         )
+
+
+def _default_response_format(name: str) -> ResponseFormat:
+    """``local`` is llama-cpp-python's server, which takes the schema only as ``json_object_schema``."""
+    return "json_object_schema" if name == "local" else "json_schema"
 
 
 def _offline(settings: Settings) -> OfflineModel:

@@ -164,3 +164,13 @@ async def test_breaking_out_of_a_stream_with_aclosing_closes_it(server: OpenAISe
             if isinstance(event, TextDelta) and event.text:
                 break
     assert await asyncio.to_thread(server.wait_client_closed, 2.0)
+
+
+async def test_a_refused_response_format_says_which_setting_to_change(
+    server: OpenAIServer, model: OpenAICompatModel
+) -> None:
+    """A server that fails on the response_format (llama-cpp-python answers HTTP 500) gets the hint to
+    set responseFormat, not "try again later"."""
+    server.default = Reply.error(500, "response_format.type: Input should be 'text' or 'json_object'")
+    with pytest.raises(ModelError, match=r'set responseFormat for this endpoint.*"json_object_schema"'):
+        await model.complete(HELLO, json_schema={"type": "object"})

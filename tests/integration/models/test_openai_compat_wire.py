@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from tickloop.models import ChatMessage, Finished, OpenAICompatModel, TextDelta, Usage
+from tickloop.models import ChatMessage, Finished, OpenAICompatModel, TextDelta, Usage, schema_for
+from tickloop.operator.schemas import ActionIntentOut
 from tickloop.testing.openai_server import MODEL_ID, OpenAIServer, Reply
 
 HELLO = [ChatMessage("system", "be brief"), ChatMessage("user", "hello there")]
+
+
+def bounds(value: Any) -> list[int]:
+    """Every maxLength anywhere in a schema."""
+    if isinstance(value, dict):
+        own = [value["maxLength"]] if "maxLength" in value else []
+        return own + [n for item in value.values() for n in bounds(item)]
+    if isinstance(value, list):
+        return [n for item in value for n in bounds(item)]
+    return []
 
 
 async def collect(model: OpenAICompatModel) -> tuple[str, list[Finished], int]:
@@ -88,12 +101,17 @@ async def test_complete_sends_the_json_schema_as_response_format(
 
 @pytest.mark.parametrize(
     ("mode", "expected"),
-    [("json_object", {"type": "json_object"}), ("none", None)],
+    [
+        ("json_object_schema", {"type": "json_object", "schema": {"type": "object"}}),
+        ("json_object", {"type": "json_object"}),
+        ("none", None),
+    ],
 )
 async def test_response_format_fallbacks_for_servers_without_schema_support(
-    server: OpenAIServer, mode: str, expected: dict[str, str] | None
+    server: OpenAIServer, mode: str, expected: dict[str, object] | None
 ) -> None:
-    """responseFormat json_object sends only the JSON mode; none sends no response_format at all."""
+    """responseFormat json_object_schema sends the schema inside JSON mode (llama-cpp-python's form),
+    json_object only the JSON mode, none no response_format at all."""
     model = OpenAICompatModel(
         "test",
         base_url=server.base_url,
@@ -155,3 +173,21 @@ async def test_keep_alive_reuses_one_connection_until_aclose(server: OpenAIServe
         assert (await model.complete(HELLO)).text
     assert len({r.client_port for r in server.requests}) == 1
     await model.aclose()
+
+
+async def test_json_object_schema_caps_string_bounds_for_the_grammar(server: OpenAIServer) -> None:
+    """For llama-cpp-python's grammar the schema keeps its structure, with every string bound capped
+    at 96 (llama.cpp unrolls each into nested rules and crashes at 2,000); the caller's is untouched."""
+    model = OpenAICompatModel(
+        "t", base_url=server.base_url, model=MODEL_ID, response_format="json_object_schema"
+    )
+    schema = schema_for(ActionIntentOut)
+    await model.complete(HELLO, json_schema=schema)
+    sent = server.bodies()[0]["response_format"]["schema"]
+    props = sent["properties"]
+    assert [props[name]["maxLength"] for name in ("title", "body", "rationale")] == [96, 96, 96]
+    assert props["title"]["minLength"] == 1
+    assert props["actionType"]["pattern"] == schema["properties"]["actionType"]["pattern"]
+    assert sent["required"] == schema["required"]
+    assert set(bounds(sent)) == {96}  # $defs too
+    assert schema["properties"]["body"]["maxLength"] == 20_000  # the caller's schema is untouched

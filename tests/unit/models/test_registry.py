@@ -48,6 +48,30 @@ def test_local_points_at_the_llama_cpp_server_without_a_key() -> None:
     assert model.label == "local"
 
 
+def test_local_asks_for_structure_in_the_form_llama_cpp_python_compiles_to_a_grammar(tmp_path: Path) -> None:
+    """`local` sends schemas as json_object_schema, also when [model.endpoints.local] moves it without
+    saying otherwise; any other endpoint defaults to the standard json_schema."""
+    moved = settings_from(
+        tmp_path,
+        '[model.endpoints.local]\nbaseUrl = "http://127.0.0.1:9000/v1"\nmodel = "smollm2"\n'
+        '[model.endpoints.other]\nbaseUrl = "http://127.0.0.1:9001/v1"\nmodel = "m"\n',
+    )
+    for settings, name, expected in [
+        (load_settings({}), "local", "json_object_schema"),
+        (moved, "local", "json_object_schema"),
+        (moved, "other", "json_schema"),
+    ]:
+        model = get_model(name, settings, {})
+        assert isinstance(model, OpenAICompatModel)
+        assert model.response_format == expected
+    chosen = settings_from(
+        tmp_path, '[model.endpoints.local]\nbaseUrl = "http://h/v1"\nmodel = "m"\nresponseFormat = "none"\n'
+    )
+    model = get_model("local", chosen, {})
+    assert isinstance(model, OpenAICompatModel)
+    assert model.response_format == "none"
+
+
 def test_an_endpoint_from_toml_gets_its_key_from_the_environment(tmp_path: Path) -> None:
     """A [model.endpoints.NAME] table builds a provider with its URL, model, timeout and options."""
     settings = settings_from(tmp_path, DEEPSEEK)
