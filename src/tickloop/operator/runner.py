@@ -168,6 +168,8 @@ class Guard:
             )
             if self.lock_owner is not None:  # exiting skips tick_lock's own release
                 self.store.release_tick_lock(self.profile, self.kind, owner=self.lock_owner)
+        except Exception as exc:  # noqa: BLE001  (exiting anyway: say why no row could be written)
+            print(f"tickloop: could not record the interrupted {self.kind} tick: {exc!r}", file=sys.stderr)  # noqa: T201
         finally:
             os._exit(code)
 
