@@ -11,11 +11,14 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from tickloop.config import Settings, load_settings, secret, section
 from tickloop.errors import TickloopError
+
+if TYPE_CHECKING:
+    from tickloop.operator.store.base import Store
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +113,7 @@ def _store(now: datetime) -> list[Finding]:
     return found
 
 
-def _profile(store: Any, name: str, timezone: str, now: datetime) -> Finding:
+def _profile(store: Store, name: str, timezone: str, now: datetime) -> Finding:
     try:
         local = now.astimezone(ZoneInfo(timezone))
     except (ZoneInfoNotFoundError, ValueError):

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from tickloop.operator.status import Overview
 
 from tickloop.cli.operator import _emit_json, _profile_store, json_option, profile_option
 
@@ -25,14 +29,11 @@ def status(profile: str, as_json: bool) -> None:  # noqa: FBT001  (click flag)
     _render(view)
 
 
-def _render(view: object) -> None:
+def _render(view: Overview) -> None:
     from rich.console import Console  # noqa: PLC0415  (only this command renders)
     from rich.markup import escape  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
-    from tickloop.operator.status import Overview  # noqa: PLC0415
-
-    assert isinstance(view, Overview)
     console = Console()
     if not console.is_terminal:  # rich assumes 80 columns when piped; the overview needs more
         console = Console(width=140)

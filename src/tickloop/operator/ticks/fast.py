@@ -40,7 +40,6 @@ from tickloop.operator.domain import (
 from tickloop.operator.handlers.registry import handler_for
 from tickloop.operator.runner import TickContext, TickResult
 from tickloop.operator.schemas import ActionIntentOut, CritiqueOut, check_critique
-from tickloop.operator.store.base import Store
 from tickloop.operator.ticks._ask import ask
 
 REFUSAL = "fast tick will not act on trajectory alone: there is no active goal model"
@@ -70,46 +69,39 @@ def run(ctx: TickContext) -> TickResult:
     return TickResult(result.outcome, detail, result.error, result.intent_id, asked.extra)
 
 
-#: Statuses that mean the person approved a step's intent (or the executor already took it).
-_DECIDED_YES = (
-    IntentStatus.APPROVED,
-    IntentStatus.CLAIMED,
-    IntentStatus.SENDING,
-    IntentStatus.SENT,
-    IntentStatus.COMPLETED,
-)
+#: What the newest intent of a step says about the step: the person approved it (or the executor
+#: already took it) -> done; denied -> skipped. Any other status leaves the step to be worked on.
+_STEP_AFTER = {
+    IntentStatus.APPROVED: StepStatus.DONE,
+    IntentStatus.CLAIMED: StepStatus.DONE,
+    IntentStatus.SENDING: StepStatus.DONE,
+    IntentStatus.SENT: StepStatus.DONE,
+    IntentStatus.COMPLETED: StepStatus.DONE,
+    IntentStatus.DENIED: StepStatus.SKIPPED,
+}
+#: How many of the newest intents are searched for a step's own. While a step waits, the fast tick
+#: stages nothing else, so a step's intent is among the newest unless a person stages hundreds by hand.
+_RECENT_INTENTS = 200
 
 
 def settle_step(
     ctx: TickContext, goal: GoalModel, step: PlanStep | None
 ) -> tuple[PlanStep | None, int | None]:
-    """A gate-stopped step waits for the person instead of being proposed again: while one of its
-    intents awaits a decision, return that intent's id. Once decided, the step is done (approved) or
+    """A gate-stopped step waits for the person instead of being proposed again: while its newest
+    intent awaits a decision, return that intent's id. Once decided, the step is done (approved) or
     skipped (denied), and the next pending step is current."""
     store, profile, now = ctx.store, ctx.profile, ctx.clock.now()
+    recent = store.list_intents(profile, limit=_RECENT_INTENTS)  # newest first; one read per tick
     while step is not None:
-        mine = {
-            status: _for_step(store, profile, status, step.id)
-            for status in (IntentStatus.REQUIRES_APPROVAL, IntentStatus.DENIED, *_DECIDED_YES)
-        }
-        if mine[IntentStatus.REQUIRES_APPROVAL]:
-            return step, mine[IntentStatus.REQUIRES_APPROVAL][0]
-        if any(mine[s] for s in _DECIDED_YES):
-            store.set_step_status(profile, step.id, StepStatus.DONE, now=now)
-        elif mine[IntentStatus.DENIED]:
-            store.set_step_status(profile, step.id, StepStatus.SKIPPED, now=now)
-        else:
+        newest = next((i for i in recent if i.payload.get("step_id") == step.id), None)
+        if newest is not None and newest.status is IntentStatus.REQUIRES_APPROVAL:
+            return step, newest.id
+        settled = None if newest is None else _STEP_AFTER.get(newest.status)
+        if settled is None:
             return step, None
+        store.set_step_status(profile, step.id, settled, now=now)
         step = store.current_plan_step(profile, goal.version)
     return None, None
-
-
-def _for_step(store: Store, profile: str, status: IntentStatus, step_id: int) -> list[int]:
-    return [
-        i.id
-        for i in store.list_intents(profile, status=status, limit=200)
-        if i.payload.get("step_id") == step_id
-    ]
 
 
 def build_packet(
