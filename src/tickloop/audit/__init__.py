@@ -5,9 +5,9 @@ from tickloop.audit.ledger import (
     LedgerRead,
     open_session_ledger,
     read_ledger,
-    session_file_name,
     verify_file,
 )
+from tickloop.filenames import session_file_name
 
 __all__ = [
     "LedgerFile",

@@ -12,7 +12,6 @@ never acknowledged) so the next record starts on a clean line.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,32 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from tickloop.errors import LedgerError
+from tickloop.filenames import session_file_name
 from tickloop.protocol.ledger import GENESIS, VerifyReport, canonical, chain_digest, decode, verify
 
-_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-")
-_MAX_ESCAPED = 120
 DIR_MODE = 0o700
 FILE_MODE = 0o600
-
-
-def session_file_name(session_id: str) -> str:
-    """A file name for a session id that is safe on every platform and injective.
-
-    Characters other than ASCII letters, digits and ``-`` are escaped as ``_XX`` (hex of each UTF-8
-    byte; ``_`` itself too), so no name holds ``/``, ``.``, NUL or a reserved device name (the
-    ``session-`` prefix sees to ``CON``). Ids whose escaped form passes 120 characters keep a
-    readable prefix and add the full sha256 of the id.
-    """
-    if not isinstance(session_id, str) or not session_id:
-        raise LedgerError("a session id must be a non-empty string")
-    try:
-        raw = session_id.encode("utf-8")
-    except UnicodeEncodeError:
-        raise LedgerError(f"session id {session_id!r} is not well-formed Unicode") from None
-    escaped = "".join(chr(b) if chr(b) in _SAFE else f"_{b:02X}" for b in raw)
-    if len(escaped) > _MAX_ESCAPED:
-        escaped = f"{escaped[:64]}~{hashlib.sha256(raw).hexdigest()}"
-    return f"session-{escaped}.jsonl"
 
 
 @dataclass(slots=True)

@@ -95,6 +95,6 @@ def serve_local(port: int, log_path: Path | None) -> None:
 
 
 def _default_log(port: int) -> Path:
-    from platformdirs import user_log_path  # noqa: PLC0415
+    from tickloop.dirs import user_log_path  # noqa: PLC0415
 
-    return user_log_path("tickloop") / f"serve-local-{port}.log"
+    return user_log_path() / f"serve-local-{port}.log"

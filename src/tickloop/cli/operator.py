@@ -6,7 +6,6 @@ flag: a PostgreSQL URL can carry a password, and argv is visible to every user o
 
 from __future__ import annotations
 
-import dataclasses
 import getpass
 import json
 import os
@@ -18,8 +17,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+import msgspec
 
-from tickloop.cli import LazyGroup
+from tickloop.cli.app import LazyGroup
 from tickloop.errors import ValidationError
 from tickloop.operator.domain import DecisionKind, IntentStatus, NewIntent, TaskStatus, Tier
 from tickloop.operator.store import Store
@@ -62,8 +62,8 @@ def _profile_store(profile: str) -> Store:
 
 
 def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, msgspec.Struct):
+        return {name: _plain(getattr(value, name)) for name in value.__struct_fields__}
     if isinstance(value, datetime):
         return utc_iso(value)
     if isinstance(value, Enum):

@@ -1,13 +1,18 @@
-"""``tickloop operator tick KIND``: run exactly one tick and exit (exit codes: tickloop.operator.runner)."""
+"""``tickloop operator tick KIND``: run exactly one tick and exit (exit codes: tickloop.operator.runner).
+
+A plain invocation never reaches this click command: ``tickloop.cli.main`` parses it with
+``tickloop.cli.tick_once`` for a faster start. This command is the same tick with click's help and
+usage errors, and what ``tickloop operator --help`` lists.
+"""
 
 from __future__ import annotations
 
-import os
 import sys
 from datetime import datetime
 
 import click
 
+from tickloop.cli import tick_once
 from tickloop.cli.operator import profile_option
 from tickloop.operator.runner import TICKS
 
@@ -30,19 +35,5 @@ def tick(kind: str, profile: str, day: datetime | None, dry_run: bool) -> None: 
     """
     if kind != "executor" and (day is not None or dry_run):
         raise click.UsageError("--day and --dry-run apply to the executor tick only")
-    from tickloop.config import load_settings  # noqa: PLC0415
-    from tickloop.operator.runner import run_tick  # noqa: PLC0415
-    from tickloop.operator.service import open_configured_store  # noqa: PLC0415
-
-    settings = load_settings()
-    options: dict[str, object] = {"dry_run": dry_run}
-    if day is not None:
-        options["day"] = day.date()
-    with open_configured_store() as store:
-        store.get_profile(profile)
-        code = run_tick(
-            kind, store=store, profile=profile, settings=settings, env=os.environ, options=options
-        )
-        for row in store.recent_progress(profile, limit=1, tick_kind=kind):  # the row this tick wrote
-            click.echo(" ".join(part for part in (f"{kind}: {row.outcome}", row.detail, row.error) if part))
-    sys.exit(code)
+    day_only = None if day is None else day.date()
+    sys.exit(tick_once.run(tick_once.TickRequest(kind, profile, day_only, dry_run)))

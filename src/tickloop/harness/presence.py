@@ -22,9 +22,9 @@ PRESENCE_FILE = "chat-active.json"
 def presence_path(state_dir: Path | None = None) -> Path:
     """``$XDG_STATE_HOME/tickloop/chat-active.json`` unless a directory is given."""
     if state_dir is None:
-        from platformdirs import user_state_path  # noqa: PLC0415  (only when the flag is used)
+        from tickloop.dirs import user_state_path  # noqa: PLC0415  (only when the flag is used)
 
-        state_dir = user_state_path("tickloop")
+        state_dir = user_state_path()
     return state_dir / PRESENCE_FILE
 
 

@@ -14,7 +14,6 @@ a ``Screening`` naming the check that decided. The caller records every screenin
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from enum import StrEnum
 from typing import Annotated
@@ -98,8 +97,7 @@ class Check(StrEnum):
     EXEMPT = "exempt"  #: an approval under the cap: send without spending budget
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
+class Candidate(msgspec.Struct, frozen=True):
     """Something that might interrupt the person."""
 
     kind: Kind
@@ -109,8 +107,7 @@ class Candidate:
     actionable: bool = True
 
 
-@dataclass(frozen=True, slots=True)
-class Screening:
+class Screening(msgspec.Struct, frozen=True):
     """The outcome: deliver now, hold until a time, batch, or stay silent; and the deciding check."""
 
     check: Check
@@ -120,8 +117,7 @@ class Screening:
     to_digest: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Window:
+class Window(msgspec.Struct, frozen=True):
     """A busy interval taken from calendar observations."""
 
     start: datetime

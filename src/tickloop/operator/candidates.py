@@ -10,8 +10,9 @@ Offering is durable, so a candidate survives the tick's process; nothing is ever
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
+
+import msgspec
 
 from tickloop.operator.domain import Notification
 from tickloop.operator.store.base import EPOCH, Store
@@ -20,8 +21,7 @@ CHANNEL = "attention"
 KIND = "candidate"
 
 
-@dataclass(frozen=True, slots=True)
-class Candidate:
+class Candidate(msgspec.Struct, frozen=True):
     """One thing a tick would tell the person, if the attention layer lets it through."""
 
     topic: str  #: a stable id: ``fast.gate_stop``, ``slow.drift``, ``slow.behind``

@@ -10,7 +10,6 @@ and exactly one recovery notice when it clears, only if its firing notice was de
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Annotated
@@ -51,8 +50,7 @@ class MonitorSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, r
         return timedelta(minutes=getattr(self, f"{condition.value}_cooldown_min"))
 
 
-@dataclass(frozen=True, slots=True)
-class LoopStats:
+class LoopStats(msgspec.Struct, frozen=True):
     """What the monitor reads about one profile, independently of the loop."""
 
     no_progress_streak: int  #: newest fast ticks in a row without a progress outcome
@@ -62,8 +60,7 @@ class LoopStats:
     waiting_approvals: int  #: intents waiting on the person
 
 
-@dataclass(frozen=True, slots=True)
-class Flagged:
+class Flagged(msgspec.Struct, frozen=True):
     """A conservative pre-filter the store applies to ``loop_stats``: only profiles where some
     condition could hold (or whose memory has an active one) come back. Built by ``flagged_filter``."""
 
@@ -106,8 +103,7 @@ def detect(stats: LoopStats, *, now: datetime, settings: MonitorSettings) -> dic
     return found
 
 
-@dataclass(frozen=True, slots=True)
-class Memory:
+class Memory(msgspec.Struct, frozen=True):
     """The monitor's memory of one condition (what the store keeps)."""
 
     active: bool = False
@@ -132,8 +128,7 @@ class NoticeKind(StrEnum):
     RECOVERY = "recovery"  #: it cleared (sent once, only after a delivered fire)
 
 
-@dataclass(frozen=True, slots=True)
-class Notice:
+class Notice(msgspec.Struct, frozen=True):
     """A notice to send for one condition."""
 
     condition: Condition

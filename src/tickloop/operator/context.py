@@ -8,8 +8,10 @@ entries and long strings are cut, until the packet fits ``budget_bytes`` (tokens
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
 from typing import Any
+
+import msgspec
+from msgspec.structs import asdict, replace
 
 MARKER = "CONTEXT PACKET (JSON):"
 DEFAULT_BUDGET_BYTES = 16_000
@@ -18,8 +20,7 @@ _MAX_STRING = 600
 LIST_CAPS = {"observations": 40, "recent_progress": 20, "board": 60, "tried_and_failed": 40, "critiques": 3}
 
 
-@dataclass(frozen=True, slots=True)
-class ContextPacket:
+class ContextPacket(msgspec.Struct, frozen=True):
     """Everything a tick tells the model, re-read from the store at the start of the tick."""
 
     goal: dict[str, Any]  #: the active goal model: version, title, body
@@ -27,11 +28,13 @@ class ContextPacket:
     current_step: dict[str, Any] | None = None  #: the first pending plan step
     replan_needed: bool = False  #: no plan: the action is derived and a re-plan is flagged
     state_of_play: str | None = None  #: the latest nightly summary, read first
-    board: list[dict[str, Any]] = field(default_factory=list)
-    recent_progress: list[dict[str, Any]] = field(default_factory=list)
-    observations: list[dict[str, Any]] = field(default_factory=list)  #: each says tainted or not
-    tried_and_failed: list[str] = field(default_factory=list)  #: normalised action keys
-    critiques: list[dict[str, Any]] = field(default_factory=list)  #: the last three: do not repeat these
+    board: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    recent_progress: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    observations: list[dict[str, Any]] = msgspec.field(default_factory=list)  #: each says tainted or not
+    tried_and_failed: list[str] = msgspec.field(default_factory=list)  #: normalised action keys
+    critiques: list[dict[str, Any]] = msgspec.field(
+        default_factory=list
+    )  #: the last three: do not repeat these
     outcome: str | None = None  #: for a critique: the label already set deterministically
 
     def render(self, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> str:

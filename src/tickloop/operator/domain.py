@@ -6,10 +6,11 @@ caller (the store never reads the clock). Ids are integers assigned by the store
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
+
+import msgspec
 
 from tickloop.errors import ValidationError
 
@@ -125,8 +126,7 @@ def check_text(name: str, value: str, *, limit: int = MAX_TEXT_BYTES) -> str:
     return value
 
 
-@dataclass(frozen=True, slots=True)
-class Profile:
+class Profile(msgspec.Struct, frozen=True):
     """One person's operator; every other row belongs to exactly one profile."""
 
     name: str
@@ -135,8 +135,7 @@ class Profile:
     created_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class GoalModel:
+class GoalModel(msgspec.Struct, frozen=True):
     """One version of a profile's goal model."""
 
     profile: str
@@ -149,8 +148,7 @@ class GoalModel:
     activated_at: datetime | None
 
 
-@dataclass(frozen=True, slots=True)
-class Task:
+class Task(msgspec.Struct, frozen=True):
     """A task on the board."""
 
     id: int
@@ -163,16 +161,14 @@ class Task:
     updated_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class NewPlanStep:
+class NewPlanStep(msgspec.Struct, frozen=True):
     """A plan step to write; ``position`` is its index in the list passed to ``replace_plan``."""
 
     title: str
     task_id: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class PlanStep:
+class PlanStep(msgspec.Struct, frozen=True):
     """One ordered step of a goal's forward plan."""
 
     id: int
@@ -185,29 +181,26 @@ class PlanStep:
     updated_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class IntentOrigin:
+class IntentOrigin(msgspec.Struct, frozen=True):
     """Which tick made an intent, and whether untrusted input fed it."""
 
     tick_kind: str = "manual"
     tainted: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class NewIntent:
+class NewIntent(msgspec.Struct, frozen=True):
     """An action to stage; it starts at ``proposed``."""
 
     action_type: str
     title: str
     recipient: str = ""
-    payload: dict[str, Any] = field(default_factory=dict)
+    payload: dict[str, Any] = msgspec.field(default_factory=dict)
     tier: Tier = Tier.REVERSIBLE
     dry_run: bool = True
-    origin: IntentOrigin = field(default_factory=IntentOrigin)
+    origin: IntentOrigin = msgspec.field(default_factory=IntentOrigin)
 
 
-@dataclass(frozen=True, slots=True)
-class Intent:
+class Intent(msgspec.Struct, frozen=True):
     """An action intent and everything the gate, the person and the executor recorded on it."""
 
     id: int
@@ -237,8 +230,7 @@ class Intent:
         return " ".join(raw.split())
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(msgspec.Struct, frozen=True):
     """A person's approve or deny of one intent."""
 
     id: int
@@ -250,8 +242,7 @@ class Decision:
     decided_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class NewProgress:
+class NewProgress(msgspec.Struct, frozen=True):
     """One tick's row: written on every path, keyed to the state hash the tick saw."""
 
     tick_kind: str
@@ -264,8 +255,7 @@ class NewProgress:
     detail: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class ProgressRow:
+class ProgressRow(msgspec.Struct, frozen=True):
     """A stored progress row."""
 
     id: int
@@ -280,8 +270,7 @@ class ProgressRow:
     ended_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class Observation:
+class Observation(msgspec.Struct, frozen=True):
     """Something the observe tick saw; the content hash is unique per profile."""
 
     id: int
@@ -293,8 +282,7 @@ class Observation:
     observed_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryNote:
+class MemoryNote(msgspec.Struct, frozen=True):
     """A note the operator keeps, searchable by full text."""
 
     id: int
@@ -305,8 +293,7 @@ class MemoryNote:
     created_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class Critique:
+class Critique(msgspec.Struct, frozen=True):
     """An ephemeral self-critique; only the last three per goal are kept."""
 
     id: int
@@ -317,8 +304,7 @@ class Critique:
     created_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class AttentionSpend:
+class AttentionSpend(msgspec.Struct, frozen=True):
     """One unsolicited interruption that the budget paid for."""
 
     id: int
@@ -328,8 +314,7 @@ class AttentionSpend:
     spent_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class Notification:
+class Notification(msgspec.Struct, frozen=True):
     """One message sent (or attempted) to the person."""
 
     id: int
@@ -342,8 +327,7 @@ class Notification:
     sent_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class ConditionState:
+class ConditionState(msgspec.Struct, frozen=True):
     """The stall monitor's memory of one condition (stuck, silent, no_goal)."""
 
     profile: str
@@ -354,8 +338,7 @@ class ConditionState:
     updated_at: datetime
 
 
-@dataclass(frozen=True, slots=True)
-class StateOfPlay:
+class StateOfPlay(msgspec.Struct, frozen=True):
     """The nightly summary the next morning's tick reads first."""
 
     id: int

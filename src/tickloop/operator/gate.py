@@ -14,7 +14,6 @@ the person. The rules, in the seed's terms:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -35,8 +34,7 @@ class GateSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rena
     allow: list[str] = msgspec.field(default_factory=list)
 
 
-@dataclass(frozen=True, slots=True)
-class Proposal:
+class Proposal(msgspec.Struct, frozen=True):
     """What the gate judges: the action, its handler's tier, and whether tainted input fed it."""
 
     action_type: str
@@ -45,8 +43,7 @@ class Proposal:
     payload: Mapping[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Stamp:
+class Stamp(msgspec.Struct, frozen=True):
     """The gate's verdict and every reason behind it."""
 
     verdict: Verdict

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass
+
+import msgspec
 
 from tickloop.errors import ConfigError
 from tickloop.operator.schedule import ScheduleSettings
@@ -81,8 +82,7 @@ def _int(text: str, name: str, lo: int, hi: int) -> int:
     return int(text)
 
 
-@dataclass(frozen=True, slots=True)
-class UnitFile:
+class UnitFile(msgspec.Struct, frozen=True):
     """One file to write: a name relative to the target directory, and its text."""
 
     name: str

@@ -13,9 +13,10 @@ import contextlib
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+
+import msgspec
 
 from tickloop.config import Settings
 from tickloop.errors import NotFoundError
@@ -42,13 +43,12 @@ STATE_FILE = "monitor-state.json"
 Log = Callable[[str], None]
 
 
-@dataclass
-class PassReport:
+class PassReport(msgspec.Struct):
     """What one pass did."""
 
     profiles: int = 0  #: profiles the store flagged as worth a look (a healthy one is not read)
-    notices: list[tuple[str, Notice, bool]] = field(default_factory=list)  #: (profile, notice, sent)
-    errors: list[str] = field(default_factory=list)
+    notices: list[tuple[str, Notice, bool]] = msgspec.field(default_factory=list)  #: (profile, notice, sent)
+    errors: list[str] = msgspec.field(default_factory=list)
 
 
 def monitor_pass(
@@ -191,9 +191,9 @@ def state_path(env: Mapping[str, str]) -> Path:
     folder = env.get("TICKLOOP_STATE_DIR")
     if folder:
         return Path(folder) / STATE_FILE
-    from platformdirs import user_state_path  # noqa: PLC0415
+    from tickloop.dirs import user_state_path  # noqa: PLC0415
 
-    return user_state_path("tickloop") / STATE_FILE
+    return user_state_path() / STATE_FILE
 
 
 def backing_off(path: Path, now: datetime) -> datetime | None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -149,8 +148,7 @@ def _window(payload: Mapping[str, Any]) -> Window | None:
 # -- records -----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(msgspec.Struct, frozen=True):
     """What the attention layer did with one candidate."""
 
     check: Check
@@ -161,8 +159,7 @@ class Decision:
     record_id: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class AttentionRecord:
+class AttentionRecord(msgspec.Struct, frozen=True):
     """One recorded decision, as ``tickloop operator attention`` shows it."""
 
     id: int
@@ -249,8 +246,7 @@ def drift_candidate(flags: Sequence[str], *, tainted: bool) -> Candidate | None:
 # -- the notifier ------------------------------------------------------------------------------------
 
 
-@dataclass
-class Notifier:
+class Notifier(msgspec.Struct):
     """Screens, spends, delivers and records for one profile. Channels are built on first use."""
 
     store: Store
@@ -258,8 +254,8 @@ class Notifier:
     settings: Settings
     env: Mapping[str, str]
     channels_factory: Callable[[], Sequence[Channel]] | None = None
-    _attention: AttentionSettings | None = field(default=None, init=False)
-    _channels: Sequence[Channel] | None = field(default=None, init=False)
+    _attention: AttentionSettings | None = None
+    _channels: Sequence[Channel] | None = None
 
     @property
     def attention(self) -> AttentionSettings:
@@ -416,8 +412,7 @@ class Notifier:
 # -- the digest --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class DigestResult:
+class DigestResult(msgspec.Struct, frozen=True):
     """What ``send_digest`` did."""
 
     items: int

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from tickloop.errors import ValidationError
 
 _QUIET = re.compile(r"(\d{1,2})-(\d{1,2})", re.ASCII)
 
 
-@dataclass(frozen=True, slots=True)
-class Channel:
+class Channel(msgspec.Struct, frozen=True):
     """``console``, ``email`` (one address) or ``apprise`` (the URL sits in the variable ``url_env``)."""
 
     kind: str

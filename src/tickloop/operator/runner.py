@@ -30,12 +30,12 @@ import os
 import signal
 import sys
 import threading
-import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Protocol
+
+import msgspec
 
 from tickloop.clock import Clock, SystemClock, utc_iso
 from tickloop.config import Settings
@@ -60,19 +60,17 @@ TICKS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class TickResult:
+class TickResult(msgspec.Struct, frozen=True):
     """What a tick reports; the runner turns it into the progress row."""
 
     outcome: Outcome
     detail: str = ""
     error: str = ""
     intent_id: int | None = None
-    extra: Mapping[str, object] = field(default_factory=dict)  #: prompt sha256, model, tokens in/out
+    extra: Mapping[str, object] = msgspec.field(default_factory=dict)  #: prompt sha256, model, tokens in/out
 
 
-@dataclass
-class TickContext:
+class TickContext(msgspec.Struct):
     """What a tick may use. Time comes from ``clock``; secrets from ``env`` (never argv)."""
 
     store: Store
@@ -83,7 +81,7 @@ class TickContext:
     env: Mapping[str, str]
     log: Callable[[str], None]
     owner: str
-    options: Mapping[str, object] = field(default_factory=dict)  #: per-kind flags (--day, --dry-run)
+    options: Mapping[str, object] = msgspec.field(default_factory=dict)  #: per-kind flags (--day, --dry-run)
     _model: ChatModel | None = None
 
     def model(self) -> ChatModel:
@@ -215,7 +213,7 @@ def run_tick(
         clock=clock,
         env=env,
         log=log or _stderr_log(clock),
-        owner=f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:8]}",
+        owner=f"{os.uname().nodename}:{os.getpid()}:{os.urandom(4).hex()}",
         options=options or {},
         _model=model,
     )

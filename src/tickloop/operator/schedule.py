@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -71,8 +70,7 @@ def next_fire(expr: str, after: datetime, timezone: str) -> datetime:
     return fire.astimezone(after.tzinfo)
 
 
-@dataclass(frozen=True, slots=True)
-class Launch:
+class Launch(msgspec.Struct, frozen=True):
     """One tick to start: which kind, for which profile."""
 
     profile: str

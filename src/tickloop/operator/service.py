@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from tickloop.errors import ValidationError
 from tickloop.operator.domain import GoalModel, PlanStep, Profile
@@ -20,13 +21,12 @@ def open_configured_store(*, migrate: bool = True) -> Store:
     return open_store(load_settings().store.url, migrate=migrate)
 
 
-@dataclass(frozen=True, slots=True)
-class InitSpec:
+class InitSpec(msgspec.Struct, frozen=True):
     """A profile and its first goal model, from flags or a TOML file."""
 
     goal_title: str
     goal_body: str = ""
-    goal_data: dict[str, Any] = field(default_factory=dict)
+    goal_data: dict[str, Any] = msgspec.field(default_factory=dict)
     display_name: str = ""
     timezone: str = "UTC"
 

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, time
 from zoneinfo import ZoneInfo
+
+import msgspec
 
 from tickloop.operator.conditions import Condition
 from tickloop.operator.domain import IntentStatus, ProgressRow, TickKind
 from tickloop.operator.store.base import Store
 
 
-@dataclass(frozen=True, slots=True)
-class Overview:
+class Overview(msgspec.Struct, frozen=True):
     """Everything the status screen shows, read in one pass."""
 
     profile: str

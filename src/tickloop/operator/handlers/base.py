@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
+
+import msgspec
 
 from tickloop.errors import HandlerError
 from tickloop.notify.base import Channel
@@ -31,8 +32,7 @@ class HandlerStatus(StrEnum):
     FAILED = "failed"
 
 
-@dataclass(frozen=True, slots=True)
-class HandlerRequest:
+class HandlerRequest(msgspec.Struct, frozen=True):
     """One intent, as a plain value."""
 
     intent_id: int
@@ -41,13 +41,12 @@ class HandlerRequest:
     #: timezone-aware; names files and stamps records
     now: datetime
     recipient: str | None = None
-    payload: Mapping[str, Any] = field(default_factory=dict)
+    payload: Mapping[str, Any] = msgspec.field(default_factory=dict)
     #: on unless the executor was armed (``TICKLOOP_DRY_RUN=0``)
     dry_run: bool = True
 
 
-@dataclass(frozen=True, slots=True)
-class HandlerResult:
+class HandlerResult(msgspec.Struct, frozen=True):
     """What happened, or what would have happened, as one value the executor logs and stores."""
 
     status: HandlerStatus
@@ -60,25 +59,24 @@ class HandlerResult:
     dry_run: bool
     #: the spend tier: completed without acting, so it is never mistaken for a purchase
     handoff: bool = False
-    details: Mapping[str, Any] = field(default_factory=dict)
+    details: Mapping[str, Any] = msgspec.field(default_factory=dict)
 
 
 def _environ() -> Mapping[str, str]:
     return os.environ
 
 
-@dataclass(frozen=True, slots=True)
-class HandlerContext:
+class HandlerContext(msgspec.Struct, frozen=True):
     """Settings and injected capabilities. The lead wires these from config and the store."""
 
-    settings: HandlerSettings = field(default_factory=HandlerSettings)
-    smtp: SmtpSettings = field(default_factory=SmtpSettings)
+    settings: HandlerSettings = msgspec.field(default_factory=HandlerSettings)
+    smtp: SmtpSettings = msgspec.field(default_factory=SmtpSettings)
     #: the notify path for ``message`` and the spend hand-off
     channels: Sequence[Channel] = ()
     #: the store's full-text search, for ``research``
     search: Search | None = None
     #: secrets by variable name (``lambda name: config.secret(name, settings)``)
-    secret: SecretLookup = field(default=os.environ.get)
+    secret: SecretLookup = os.environ.get
     #: the parent environment that ``workspace_task`` filters through its allowlist
     environ: Callable[[], Mapping[str, str]] = _environ
 

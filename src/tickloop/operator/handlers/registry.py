@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
+
+import msgspec
 
 from tickloop.operator.domain import Tier
 from tickloop.operator.handlers.base import Handler
@@ -14,8 +15,7 @@ from tickloop.operator.handlers.notes import draft_prep, note, research, wiki_wr
 from tickloop.operator.handlers.workspace import workspace_task
 
 
-@dataclass(frozen=True, slots=True)
-class HandlerSpec:
+class HandlerSpec(msgspec.Struct, frozen=True):
     """One row of the autonomy ladder."""
 
     tier: Tier

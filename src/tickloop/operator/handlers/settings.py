@@ -79,9 +79,9 @@ class HandlerSettings(msgspec.Struct, **_STRUCT):
 def _dir(configured: str, default: str) -> Path:
     if configured:
         return Path(configured).expanduser()
-    from platformdirs import user_data_path  # noqa: PLC0415  (only when the default is used)
+    from tickloop.dirs import user_data_path  # noqa: PLC0415  (only when the default is used)
 
-    return user_data_path("tickloop") / default
+    return user_data_path() / default
 
 
 def parse_handler_settings(data: object) -> HandlerSettings:

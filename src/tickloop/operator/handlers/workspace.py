@@ -14,8 +14,9 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from tickloop.errors import HandlerError, JailError
 from tickloop.operator.handlers.base import (
@@ -34,8 +35,7 @@ _READ = 64 * 1024
 _POLL_S = 0.05
 
 
-@dataclass(frozen=True, slots=True)
-class RunOutcome:
+class RunOutcome(msgspec.Struct, frozen=True):
     """How a bounded process ended."""
 
     exit_code: int

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
+
+import msgspec
 
 from tickloop.errors import ConfigError
+from tickloop.sha256 import sha256
 
 #: The version of each prompt the operator uses now. Bump it with a new file; never edit a released one.
+_HERE = Path(
+    __file__
+).parent  #: the prompt files ship beside this module (see store/_sql.py on why not importlib.resources)
+
 CURRENT = {"fast": 1, "slow": 1, "consolidate": 1, "critique": 1}
 
 
-@dataclass(frozen=True, slots=True)
-class Prompt:
+class Prompt(msgspec.Struct, frozen=True):
     """A prompt's text, its file name and the sha256 of its bytes."""
 
     name: str
@@ -26,7 +30,5 @@ def load_prompt(name: str) -> Prompt:
     if name not in CURRENT:
         raise ConfigError(f"no prompt named {name!r}; known: {', '.join(sorted(CURRENT))}")
     file_name = f"{name}.v{CURRENT[name]}.md"
-    data = resources.files(__package__).joinpath(file_name).read_bytes()
-    return Prompt(
-        name=file_name, text=data.decode("utf-8"), sha256="sha256:" + hashlib.sha256(data).hexdigest()
-    )
+    data = (_HERE / file_name).read_bytes()
+    return Prompt(name=file_name, text=data.decode("utf-8"), sha256="sha256:" + sha256(data).hexdigest())

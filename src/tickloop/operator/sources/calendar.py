@@ -14,7 +14,6 @@ Cursor: ``{"events": {"<uid>[@<recurrence-id>]": "<16 hex digits of sha256>", ..
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from collections.abc import Iterator
 from datetime import date, datetime, time, timedelta, tzinfo
@@ -27,6 +26,7 @@ from tickloop.operator.sources.ids import URL_SCHEMES, calendar_id
 from tickloop.operator.sources.observation import Observation, canonical_json
 from tickloop.operator.sources.settings import CalendarSource
 from tickloop.operator.sources.text import one_line
+from tickloop.sha256 import sha256
 
 #: occurrences a recurrence rule may step through per event, and per calendar per run
 RRULE_STEPS_PER_EVENT = 20_000
@@ -265,14 +265,14 @@ def _exdates(component: Any) -> set[date]:
 
 def _synthetic_uid(component: Any, start: date) -> str:
     """A stable id for an event without UID (RFC violation, but seen in the wild)."""
-    digest = hashlib.sha256(canonical_json([str(component.get("SUMMARY", "")), start.isoformat()]))
+    digest = sha256(canonical_json([str(component.get("SUMMARY", "")), start.isoformat()]))
     return "no-uid-" + digest.hexdigest()[:16]
 
 
 def _fingerprint(event: dict[str, Any]) -> str:
     visible = {k: v for k, v in event.items() if not k.startswith("_")} | {"rrule": event["_rrule"]}
     # 64 bits tell an event's versions apart and keep a big calendar's cursor small
-    return hashlib.sha256(canonical_json(visible)).hexdigest()[:16]
+    return sha256(canonical_json(visible)).hexdigest()[:16]
 
 
 def _public(event: dict[str, Any]) -> dict[str, Any]:

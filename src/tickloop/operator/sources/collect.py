@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import msgspec
 
 from tickloop.errors import SourceError
 from tickloop.operator.sources.ids import source_id
@@ -32,8 +33,7 @@ Outcome = tuple[list[Observation], Cursor, list[str]]
 Secret = Callable[[str], "str | None"]
 
 
-@dataclass(frozen=True, slots=True)
-class CollectResult:
+class CollectResult(msgspec.Struct, frozen=True):
     """What one observe run found."""
 
     #: new observations, in source order

@@ -9,7 +9,6 @@ Cursor: ``{"head": sha | null, "branch": name | null, "dirty": "sha256:..." | nu
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -20,6 +19,7 @@ from tickloop.operator.sources.ids import git_id
 from tickloop.operator.sources.observation import Observation
 from tickloop.operator.sources.settings import GitSource
 from tickloop.operator.sources.text import one_line
+from tickloop.sha256 import sha256
 
 #: the first dirty paths listed in a ``git.dirty`` observation
 MAX_DIRTY_PATHS = 20
@@ -81,7 +81,7 @@ def _is_sha(value: object) -> bool:
 
 
 def _fingerprint(lines: list[str]) -> str:
-    return "sha256:" + hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+    return "sha256:" + sha256("\n".join(lines).encode("utf-8")).hexdigest()
 
 
 class _Git:

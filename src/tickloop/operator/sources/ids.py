@@ -6,8 +6,6 @@ modules of the kinds that are configured (a one-shot tick pays for each import).
 
 from __future__ import annotations
 
-import hashlib
-
 from tickloop.operator.sources.settings import (
     CalendarSource,
     FilesSource,
@@ -15,6 +13,7 @@ from tickloop.operator.sources.settings import (
     ImapSource,
     MaildirSource,
 )
+from tickloop.sha256 import sha256
 
 #: calendar locations fetched over the network (the rest are file paths)
 URL_SCHEMES = ("http://", "https://", "webcal://")
@@ -41,7 +40,7 @@ def calendar_id(settings: CalendarSource) -> str:
         return "calendar:" + location
     scheme, _, rest = location.partition("://")
     host = rest.split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1]
-    digest = hashlib.sha256(location.encode("utf-8")).hexdigest()[:12]
+    digest = sha256(location.encode("utf-8")).hexdigest()[:12]
     return f"calendar:{scheme.lower()}://{host}/#{digest}"
 
 

@@ -7,10 +7,12 @@ ASCII escaping, UTF-8, no NaN. ``content_hash`` is ``"sha256:" + hex`` of the ca
 
 from __future__ import annotations
 
-import hashlib
 import json
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
+
+from tickloop.sha256 import sha256
 
 #: an observation's payload may not exceed this many bytes of canonical JSON (a programming error)
 MAX_PAYLOAD_BYTES = 65_536
@@ -24,12 +26,11 @@ def canonical_json(value: Any) -> bytes:
 
 def content_hash(source: str, kind: str, payload: dict[str, Any]) -> str:
     """``sha256:<hex>`` of the canonical JSON of (source, kind, payload)."""
-    digest = hashlib.sha256(canonical_json({"source": source, "kind": kind, "payload": payload}))
+    digest = sha256(canonical_json({"source": source, "kind": kind, "payload": payload}))
     return "sha256:" + digest.hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
-class Observation:
+class Observation(msgspec.Struct, frozen=True):
     """One thing a source noticed. Outside content is tainted; only the operator's memory is not."""
 
     #: where it came from: ``git:/repo``, ``files:/dir``, ``calendar:...``, ``mail:imap:host/INBOX``
@@ -41,7 +42,7 @@ class Observation:
     #: True for anything read from outside the operator (the default)
     tainted: bool = True
     #: ``sha256:<hex>`` of (source, kind, payload); computed, never passed
-    content_hash: str = field(init=False)
+    content_hash: str = ""
 
     def __post_init__(self) -> None:
         size = len(canonical_json(self.payload))
@@ -49,7 +50,9 @@ class Observation:
             raise ValueError(
                 f"{self.kind} payload from {self.source} is {size} bytes (max {MAX_PAYLOAD_BYTES})"
             )
-        object.__setattr__(self, "content_hash", content_hash(self.source, self.kind, self.payload))
+        msgspec.structs.force_setattr(
+            self, "content_hash", content_hash(self.source, self.kind, self.payload)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """A plain dict for persisting (the store's row shape)."""
@@ -62,8 +65,7 @@ class Observation:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class SourceFailure:
+class SourceFailure(msgspec.Struct, frozen=True):
     """A source that could not be read this run; the others still ran."""
 
     #: the failing source's id (as in ``Observation.source``)

@@ -5,7 +5,7 @@ Secrets are never settings: an IMAP source names the environment (or env-file) v
 its password in ``passwordEnv``.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: see config.py (msgspec would eval() every annotation).
 
 from typing import Annotated, Literal
 

@@ -3,7 +3,7 @@
 ==========================  ===============================================================
 URL                         backend
 ==========================  ===============================================================
-(empty)                     SQLite file ``operator.sqlite3`` in the user data dir (platformdirs)
+(empty)                     SQLite file ``operator.sqlite3`` in the user data dir (tickloop.dirs)
 ``sqlite:///abs/path.db``   SQLite file at ``/abs/path.db`` (``sqlite://rel.db``: relative)
 ``postgresql://...``        PostgreSQL via psycopg 3 with a pool (``postgres://`` too)
 ``memory://``               in this process only; for tests and demos
@@ -32,9 +32,9 @@ def redact_url(url: str) -> str:
 
 def default_sqlite_path() -> Path:
     """Where the store lives when no URL is configured."""
-    from platformdirs import user_data_path  # noqa: PLC0415  (start-up cost: only when needed)
+    from tickloop.dirs import user_data_path  # noqa: PLC0415
 
-    return user_data_path("tickloop") / "operator.sqlite3"
+    return user_data_path() / "operator.sqlite3"
 
 
 def open_store(url: str = "", *, migrate: bool = True) -> Store:

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from enum import Enum
-from importlib import resources
+from pathlib import Path
 from typing import Any, Protocol
 
 from tickloop.errors import StoreError, ValidationError
@@ -17,13 +17,15 @@ from tickloop.operator.store._rows import Row
 _NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 _PARAM = re.compile(r"(?<![:\w]):(\w+)")
 _INT64 = (-(2**63), 2**63 - 1)
+#: The package's SQL files. A plain path, not importlib.resources: that module costs a one-shot tick
+#: tempfile, shutil and zipfile at start-up, and tickloop is always installed as files.
+_SQL_DIR = Path(__file__).parent / "sql"
 
 
 def load_queries(dialect: str) -> dict[str, str]:
     """The shared ``queries.sql`` overlaid with ``sql/<dialect>/queries.sql``, by name."""
-    sql = resources.files("tickloop.operator.store") / "sql"
-    queries = _split((sql / "queries.sql").read_text(encoding="utf-8"))
-    queries.update(_split((sql / dialect / "queries.sql").read_text(encoding="utf-8")))
+    queries = _split((_SQL_DIR / "queries.sql").read_text(encoding="utf-8"))
+    queries.update(_split((_SQL_DIR / dialect / "queries.sql").read_text(encoding="utf-8")))
     return queries
 
 
@@ -39,7 +41,7 @@ def to_pyformat(sql: str) -> str:
 
 def migrations(dialect: str) -> list[tuple[int, str, str]]:
     """``(version, name, sql)`` for every ``NNNN_name.sql`` of the dialect, in order."""
-    folder = resources.files("tickloop.operator.store") / "sql" / dialect
+    folder = _SQL_DIR / dialect
     found = []
     for entry in folder.iterdir():
         match = re.fullmatch(r"(\d{4})_(\w+)\.sql", entry.name)

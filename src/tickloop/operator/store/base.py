@@ -14,7 +14,6 @@ Rules every backend keeps:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from abc import ABC, abstractmethod
@@ -49,6 +48,7 @@ from tickloop.operator.domain import (
     TaskStatus,
     Verdict,
 )
+from tickloop.sha256 import sha256
 
 #: The ephemeral kinds ``prune`` deletes from, in the order it reports them.
 PRUNABLE = ("progress", "observations", "notifications", "states_of_play")
@@ -174,7 +174,7 @@ class Store(ABC):
         means an unchanged board, across ticks, backends and versions."""
         rows = [[t.id, t.title, t.priority, str(t.status)] for t in self.list_tasks(profile)]
         canonical = json.dumps(sorted(rows), separators=(",", ":"), ensure_ascii=False)
-        return "sha256:" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+        return "sha256:" + sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
     # -- plan ---------------------------------------------------------------------------------------
 

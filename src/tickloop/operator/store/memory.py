@@ -10,9 +10,10 @@ import json
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from msgspec.structs import replace
 
 from tickloop.errors import ConflictError, NotFoundError
 from tickloop.operator import intents as machine

@@ -9,8 +9,9 @@ provider reported them, or estimated as UTF-8 bytes / 4 when it did not).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
 from typing import Generic, TypeVar
+
+import msgspec
 
 from tickloop.errors import ModelError, ValidationError
 from tickloop.models.base import ChatMessage
@@ -22,13 +23,12 @@ from tickloop.operator.runner import TickContext
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class Asked(Generic[T]):
+class Asked(msgspec.Struct, Generic[T], frozen=True):
     """The validated answer (or None) and what the row records about the call."""
 
     value: T | None
     error: str = ""
-    extra: dict[str, object] = field(default_factory=dict)
+    extra: dict[str, object] = msgspec.field(default_factory=dict)
     user_text: str = ""  #: the user message as sent (for size figures and tests)
 
 

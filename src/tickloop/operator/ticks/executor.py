@@ -26,7 +26,6 @@ Settings (``[executor]``)::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo
@@ -69,8 +68,7 @@ class ExecutorSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
     window_days: Annotated[int, msgspec.Meta(ge=1, le=31)] = 2
 
 
-@dataclass
-class Tally:
+class Tally(msgspec.Struct):
     """The pass's counts, for the summary line and the progress row."""
 
     considered: int = 0
@@ -80,7 +78,7 @@ class Tally:
     handoff: int = 0
     reaped: int = 0
     #: claims given back at the end of the pass (refused, unknown type, outside the window)
-    held: list[Intent] = field(default_factory=list)
+    held: list[Intent] = msgspec.field(default_factory=list)
 
     def summary(self, dry: bool) -> str:  # noqa: FBT001
         return (

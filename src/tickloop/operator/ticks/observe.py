@@ -50,13 +50,10 @@ def run(ctx: TickContext) -> TickResult:
 
 def cursor_path(profile: str) -> Path:
     """``$XDG_STATE_HOME/tickloop/observe/session-<escaped profile>.json``: a safe, injective name."""
-    from platformdirs import user_state_path  # noqa: PLC0415
+    from tickloop.dirs import user_state_path  # noqa: PLC0415
+    from tickloop.filenames import session_file_name  # noqa: PLC0415
 
-    from tickloop.audit.ledger import session_file_name  # noqa: PLC0415
-
-    return (
-        user_state_path("tickloop") / "observe" / Path(session_file_name(profile)).with_suffix(".json").name
-    )
+    return user_state_path() / "observe" / Path(session_file_name(profile)).with_suffix(".json").name
 
 
 def load_cursors(path: Path) -> dict[str, Any]:

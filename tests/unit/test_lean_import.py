@@ -1,0 +1,46 @@
+"""Importing tickloop loads msgspec without typing_extensions, and both keep working afterwards."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def run(code: str) -> str:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+
+
+def test_a_fresh_process_validates_config_without_typing_extensions_or_inspect() -> None:
+    """Settings still validate (constraints, camelCase keys) with typing_extensions and inspect unloaded."""
+    out = run(
+        "import sys, tickloop.config as c\n"
+        "ok = c.load_settings({'TICKLOOP_DEFAULT_TICKS': '3'})\n"
+        "try:\n"
+        "    c.load_settings({'TICKLOOP_DEFAULT_TICKS': '0'})\n"
+        "except Exception as exc:\n"
+        "    print('REFUSED', type(exc).__name__, 'tick.defaultTicks' in str(exc))\n"
+        "print('TICKS', ok.tick.default_ticks)\n"
+        "print('LOADED', sorted(m for m in ('typing_extensions', 'inspect') if m in sys.modules))\n"
+    )
+    assert "TICKS 3" in out
+    assert "REFUSED ConfigError True" in out
+    assert "LOADED []" in out
+
+
+def test_typing_extensions_imports_normally_after_tickloop() -> None:
+    """A library that needs typing_extensions later in the same process (openai, psycopg) still gets it."""
+    out = run(
+        "import tickloop.config, typing_extensions\nprint('OK', typing_extensions.Required is not None)\n"
+    )
+    assert "OK True" in out
+
+
+def test_an_already_loaded_typing_extensions_is_left_alone() -> None:
+    """If the host program loaded typing_extensions first, tickloop does not touch sys.modules."""
+    out = run(
+        "import sys, typing_extensions\n"
+        "before = sys.modules['typing_extensions']\n"
+        "import tickloop.config\n"
+        "print('SAME', sys.modules['typing_extensions'] is before)\n"
+    )
+    assert "SAME True" in out
