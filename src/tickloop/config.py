@@ -9,7 +9,6 @@ passwords) are never settings: they come from the environment or the env file na
 # it first decodes a type, about 75 compiles per tick process; real annotations cost nothing then.
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -179,6 +178,8 @@ def load_settings(env: Mapping[str, str] | None = None, path: Path | None = None
 
 
 def _read_toml(path: Path, *, required: bool) -> dict[str, Any]:
+    import tomllib  # noqa: PLC0415  (with no config file, a tick never pays for the TOML parser)
+
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,8 @@ class InitSpec(msgspec.Struct, frozen=True):
 
 def read_init_file(path: Path) -> InitSpec:
     """Parse ``[profile] display_name, timezone`` and ``[goal] title, body, [goal.data]`` from TOML."""
+    import tomllib  # noqa: PLC0415  (only `operator init --from` reads TOML; ticks import this module)
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:

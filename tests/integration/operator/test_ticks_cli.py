@@ -183,11 +183,16 @@ def test_sigterm_at_100_random_moments_of_a_fast_tick_leaves_one_row_each_time(
 
 
 def test_the_observe_path_imports_neither_asyncio_nor_a_model_sdk() -> None:
-    """A one-shot observe tick starts fast: nothing on its path imports asyncio or openai."""
+    """A one-shot observe tick starts fast: nothing on its path imports asyncio, openai or the other
+    libraries a tick does not need (click, hashlib, platformdirs, typing_extensions, TOML, ...)."""
+    heavy = (
+        "asyncio openai httpx rich click hashlib platformdirs typing_extensions inspect dataclasses "
+        "importlib.resources tomllib"
+    )
     code = (
-        "import sys, tickloop.cli.operator_tick, tickloop.operator.runner, tickloop.operator.ticks.observe, "
-        "tickloop.operator.store.sqlite, tickloop.operator.service; "
-        "print(sorted(m for m in ('asyncio', 'openai', 'httpx', 'rich') if m in sys.modules))"
+        "import sys, tickloop.cli.tick_once, tickloop.operator.runner, tickloop.operator.ticks.observe, "
+        "tickloop.operator.store.sqlite, tickloop.operator.service, tickloop.operator.sources; "
+        f"print(sorted(m for m in {heavy.split()!r} if m in sys.modules))"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "[]"
