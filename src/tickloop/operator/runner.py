@@ -207,6 +207,9 @@ class _Watchdog:
         os.close(self._write)  # the thread reads end-of-file and returns
 
     def _run(self) -> None:
+        # The kernel may hand a process-directed signal to any thread that does not block it; this
+        # one must not take it, or a main thread asleep in a C call would not wake to run the handler.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
         try:
             armed = os.read(self._read, 1)
         finally:
