@@ -2,10 +2,16 @@
 
 ``run_tick`` opens the store, takes the (profile, kind) advisory lock, runs the tick and records its
 row: on success, refusal, gate stop and exception alike. On SIGTERM or SIGINT mid-tick a handler
-flushes one ``failed`` row under a hard 2.5 s cap (a watchdog thread, because a Python signal
-handler cannot interrupt a blocked C call) and exits 128+signal. The guard is marked recorded
-*before* the final write, so a signal arriving during that write does not add a second row: the
-handler then only notes the exit code and lets the write finish. One row, never two.
+abandons the interrupted transaction, commits one ``failed`` row, then frees the tick lock, and exits
+128+signal. The guard is marked recorded *before* the final write, so a signal arriving during that
+write does not add a second row: the handler then only notes the exit code and lets the write
+finish. One row, never two.
+
+The handler runs wherever the main thread was between two bytecodes, so it starts no thread and
+takes no lock the interrupted code might hold: it arms a watchdog thread, started with the handler,
+by a write to a pipe. From then on the whole handler (row and lock release) has a hard 2.5 s cap; a
+Python handler cannot interrupt a blocked C call, the watchdog can end the process. If the cap
+strikes, stderr says which step it cut; a lock it left behind is reclaimed by the next tick.
 
 SIGKILL (and a crash before the store is open) writes nothing; the stall monitor, which runs
 outside the loop, reports that as SILENT. So does a SIGTERM that arrives while the process is still
@@ -30,10 +36,11 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from types import FrameType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -120,6 +127,8 @@ class Guard:
         self.recorded = False
         self.pending_exit: int | None = None
         self.lock_owner: str | None = None  #: set while this tick holds its (profile, kind) lock
+        self.watchdog: _Watchdog | None = None  #: started with the signal handler
+        self.flush_step = ""  #: what the signal handler is doing, for the watchdog's message
 
     def record(self, result: TickResult) -> bool:
         """Write the row unless one was written (or is being written); True if this call wrote it."""
@@ -149,37 +158,86 @@ class Guard:
         )
 
     def on_signal(self, signum: int, _frame: FrameType | None) -> None:
-        """Flush one failed row (capped) and exit 128+signum; during the final write, only note it."""
+        """Flush one failed row (capped) and exit 128+signum; during the final write, only note it.
+
+        Nothing may raise out of this handler: an exception would surface in the interrupted code
+        with ``recorded`` already set, and that tick would end with no row at all."""
         code = 128 + signum
         if self.recorded:
             self.pending_exit = code
             return
         self.recorded = True
-        watchdog = threading.Timer(FLUSH_CAP_SECONDS, os._exit, args=(code,))
-        watchdog.daemon = True
-        watchdog.start()
         try:
-            self.store.abandon_transaction()
-            name = signal.Signals(signum).name
-            self.store.record_progress(
-                self.profile, self._row(TickResult(Outcome.FAILED, error=f"interrupted by {name}"))
-            )
-            if self.lock_owner is not None:  # exiting skips tick_lock's own release
-                self.store.release_tick_lock(self.profile, self.kind, owner=self.lock_owner)
-        except Exception as exc:  # noqa: BLE001  (exiting anyway: say why no row could be written)
-            print(f"tickloop: could not record the interrupted {self.kind} tick: {exc!r}", file=sys.stderr)  # noqa: T201
+            if self.watchdog is not None:
+                self.watchdog.arm(code)
+            self._flush(f"interrupted by {signal.Signals(signum).name}")
+        except Exception as exc:  # noqa: BLE001  (exiting anyway: say why the flush failed)
+            # os.write, not print: the interrupted code may be inside sys.stderr's own buffer lock.
+            _say(f"tickloop: could not record the interrupted {self.kind} tick ({self.flush_step}): {exc!r}")
         finally:
             os._exit(code)
+
+    def _flush(self, error: str) -> None:
+        self.flush_step = "rolling back the interrupted transaction"
+        self.store.abandon_transaction()
+        self.flush_step = "writing the failed row"
+        self.store.record_progress(self.profile, self._row(TickResult(Outcome.FAILED, error=error)))
+        if self.lock_owner is not None:  # exiting skips tick_lock's own release
+            self.flush_step = "releasing the tick lock (the row is written)"
+            self.store.release_tick_lock(self.profile, self.kind, owner=self.lock_owner)
+
+
+class _Watchdog:
+    """The signal handler's hard cap: a daemon thread, started before the handler is installed, that
+    ends the process ``FLUSH_CAP_SECONDS`` after the handler arms it.
+
+    Armed through a pipe because the handler runs on the interrupted thread: ``os.write`` takes no
+    Python lock, while starting a thread there could raise into the interrupted code, or wait
+    forever on a lock of ``threading`` that the interrupted code holds."""
+
+    def __init__(self, step: Callable[[], str]) -> None:
+        self._step = step
+        self._read, self._write = os.pipe()  # not inherited by child processes (PEP 446)
+        threading.Thread(target=self._run, name="tickloop-flush-cap", daemon=True).start()
+
+    def arm(self, code: int) -> None:
+        os.write(self._write, bytes([code]))
+
+    def disarm(self) -> None:
+        os.close(self._write)  # the thread reads end-of-file and returns
+
+    def _run(self) -> None:
+        # The kernel may hand a process-directed signal to any thread that does not block it; this
+        # one must not take it, or a main thread asleep in a C call would not wake to run the handler.
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+        try:
+            armed = os.read(self._read, 1)
+        finally:
+            os.close(self._read)
+        if armed:
+            time.sleep(FLUSH_CAP_SECONDS)
+            _say(f"tickloop: gave up after {FLUSH_CAP_SECONDS:g} s while {self._step()}")
+            os._exit(armed[0])
+
+
+def _say(line: str) -> None:
+    """One line on stderr, written directly: safe in a signal handler and in the watchdog."""
+    with contextlib.suppress(OSError):
+        os.write(2, (line + "\n").encode(errors="replace"))
 
 
 @contextlib.contextmanager
 def _signals(guard: Guard) -> Iterator[None]:
-    previous = {sig: signal.signal(sig, guard.on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    guard.watchdog = watchdog = _Watchdog(lambda: guard.flush_step)
+    previous: dict[signal.Signals, Any] = {}
     try:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            previous[sig] = signal.signal(sig, guard.on_signal)
         yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        watchdog.disarm()  # after the handlers are gone: none can arm it any more
 
 
 def load_tick(kind: str) -> Tick:

@@ -83,9 +83,10 @@ class Store(ABC):
 
     def abandon_transaction(self) -> None:  # noqa: B027  (a deliberate no-op default; SQLite overrides)
         """For a signal handler that is about to exit the process: roll back whatever transaction
-        the interrupted code left open on this thread, so one last write (the progress row) can go
-        through. Only SQLite needs it: PostgreSQL writes the row on another pooled connection and the
-        server rolls the abandoned one back when the process exits."""
+        the interrupted code left open on this thread, so the last writes (the progress row, the tick
+        lock's release) can go through, whatever statement the interrupted code was in the middle of.
+        Only SQLite needs it (it also moves to a fresh connection): PostgreSQL writes the row on
+        another pooled connection and the server rolls the abandoned one back when the process exits."""
 
     @abstractmethod
     def migrate(self, *, target: int | None = None) -> list[int]:

@@ -75,9 +75,14 @@ class SQLiteStore(SqlStore):
     def abandon_transaction(self) -> None:
         # The lock is re-entrant and the handler runs on the interrupted thread, so it already holds
         # it; the interrupted frame never resumes (the process exits), so its COMMIT never runs.
+        # That frame may have just stepped a write's `... RETURNING` without fetching its rows yet.
+        # ROLLBACK still works then and frees the write lock, but the statement stays in progress and
+        # SQLite refuses every later COMMIT on this connection ("SQL statements in progress"), so the
+        # last writes (the progress row, the tick lock's release) go through a fresh connection.
         with self._lock:
             if self._conn.in_transaction:
                 self._conn.execute("ROLLBACK")
+            self._conn = self._connect(self.path)  # the old one is left to the process's exit
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[Tx]:
