@@ -142,6 +142,13 @@ UPDATE intents SET status = :status, result = :result, handoff = :handoff, updat
 WHERE profile = :profile AND id = :id AND status IN (:from_a, :from_b) AND claim_owner = :owner
 RETURNING *;
 
+-- name: end_sending
+-- The first half of the executor's hand-over (finish_and_send): the end of a side effect, so only
+-- a `sending` claim of this owner.
+UPDATE intents SET status = :status, result = :result, handoff = :handoff, updated_at = :now
+WHERE profile = :profile AND id = :end_id AND status = 'sending' AND claim_owner = :owner
+RETURNING *;
+
 -- name: reap_stuck
 -- The guard lives in the WHERE: only a claim still `sending` and claimed before the cutoff. A
 -- completing executor's own UPDATE requires `sending` too, so exactly one of the two wins.
