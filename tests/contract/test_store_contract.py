@@ -279,24 +279,20 @@ def test_hand_over_ends_one_side_effect_and_starts_the_next_in_one_call(store: S
     """finish_and_send ends a `sending` claim with its result and moves the next claim to `sending`."""
     first, second = staged(store), staged(store)
     store.claim_intents("p", owner="ex", now=NOW)
-    assert store.finish_and_send("p", ending=None, send=first, owner="ex", now=NOW)[1] is not None
+    assert store.finish_and_send("p", ending=None, send=first, owner="ex", now=NOW) == (False, True)
     ending = Ending(first, S.COMPLETED, {"call": "x"}, handoff=True)
-    ended, sending = store.finish_and_send("p", ending=ending, send=second, owner="ex", now=LATER)
-    assert ended is not None
-    assert sending is not None
-    assert (ended.id, ended.status, ended.result, ended.handoff, ended.updated_at) == (
-        first, S.COMPLETED, {"call": "x"}, True, LATER,
-    )  # fmt: skip
-    assert (sending.id, sending.status, sending.claim_owner, sending.updated_at) == (
-        second,
-        S.SENDING,
-        "ex",
+    assert store.finish_and_send("p", ending=ending, send=second, owner="ex", now=LATER) == (True, True)
+    ended, sending = store.get_intent("p", first), store.get_intent("p", second)
+    assert (ended.status, ended.result, ended.handoff, ended.updated_at) == (
+        S.COMPLETED,
+        {"call": "x"},
+        True,
         LATER,
     )
-    assert store.get_intent("p", first) == ended
-    assert store.get_intent("p", second) == sending
-    last, none = store.finish_and_send("p", ending=Ending(second, S.SENT), send=None, owner="ex", now=LATER)
-    assert (last and last.status, last and last.result, none) == (S.SENT, None, None)
+    assert (sending.status, sending.claim_owner, sending.updated_at) == (S.SENDING, "ex", LATER)
+    last = Ending(second, S.SENT)
+    assert store.finish_and_send("p", ending=last, send=None, owner="ex", now=LATER) == (True, False)
+    assert (store.get_intent("p", second).status, store.get_intent("p", second).result) == (S.SENT, None)
 
 
 def test_hand_over_halves_win_or_lose_on_their_own(store: Store) -> None:
@@ -309,16 +305,14 @@ def test_hand_over_halves_win_or_lose_on_their_own(store: Store) -> None:
     store.release_claim("p", released, owner="ex", now=NOW)
     store.finish_and_send("p", ending=None, send=reaped, owner="ex", now=NOW)
     assert store.reap_stuck(cutoff=LATER, now=LATER) == [reaped]
-    ended, sending = store.finish_and_send(
-        "p", ending=Ending(reaped, S.SENT), send=mine, owner="ex", now=LATER
+    lost_ending = Ending(reaped, S.SENT)
+    assert store.finish_and_send("p", ending=lost_ending, send=mine, owner="ex", now=LATER) == (False, True)
+    assert store.finish_and_send("p", ending=Ending(mine, S.SENT), send=theirs, owner="ex", now=LATER) == (
+        True,
+        False,
     )
-    assert (ended, sending and sending.status) == (None, S.SENDING)
-    ended, sending = store.finish_and_send(
-        "p", ending=Ending(mine, S.SENT), send=theirs, owner="ex", now=LATER
-    )
-    assert (ended and ended.status, sending) == (S.SENT, None)
     for other in (released, ready):
-        assert store.finish_and_send("p", ending=None, send=other, owner="ex", now=LATER) == (None, None)
+        assert store.finish_and_send("p", ending=None, send=other, owner="ex", now=LATER) == (False, False)
     assert [store.get_intent("p", i).status for i in (reaped, mine, theirs, released, ready)] == [
         S.NEEDS_HUMAN, S.SENT, S.CLAIMED, S.READY, S.READY,
     ]  # fmt: skip
@@ -332,16 +326,12 @@ def test_hand_over_never_ends_a_claim_that_is_not_sending(store: Store) -> None:
     store.finish_intent("p", finished, S.FAILED, owner="ex", now=NOW)
     elsewhere = store.stage_intent("q", NewIntent("note", "q's"), now=NOW).id
     for intent_id in (claimed, finished, elsewhere, 10**9):
-        assert store.finish_and_send(
-            "p", ending=Ending(intent_id, S.SENT), send=None, owner="ex", now=LATER
-        ) == (
-            None,
-            None,
-        )
-    assert store.finish_and_send("q", ending=None, send=claimed, owner="ex", now=LATER) == (None, None)
+        ending = Ending(intent_id, S.SENT)
+        assert store.finish_and_send("p", ending=ending, send=None, owner="ex", now=LATER) == (False, False)
+    assert store.finish_and_send("q", ending=None, send=claimed, owner="ex", now=LATER) == (False, False)
     assert [store.get_intent("p", i).status for i in (claimed, finished)] == [S.CLAIMED, S.FAILED]
     assert store.get_intent("q", elsewhere).status is S.PROPOSED
-    assert store.finish_and_send("p", ending=None, send=None, owner="ex", now=LATER) == (None, None)
+    assert store.finish_and_send("p", ending=None, send=None, owner="ex", now=LATER) == (False, False)
 
 
 def test_hand_over_refuses_a_bad_ending_before_writing(store: Store) -> None:

@@ -179,7 +179,7 @@ def finish_worker(args: dict[str, Any]) -> Any:
     for intent_id in args["ids"]:
         if args.get("hand_over"):
             ending = Ending(intent_id, IntentStatus.COMPLETED)
-            if store.finish_and_send(profile, ending=ending, send=None, owner=owner, now=T0)[0] is None:
+            if not store.finish_and_send(profile, ending=ending, send=None, owner=owner, now=T0)[0]:
                 continue
         else:
             try:

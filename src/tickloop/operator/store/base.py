@@ -290,15 +290,16 @@ class Store(ABC):
     @abstractmethod
     def finish_and_send(
         self, profile: str, *, ending: Ending | None, send: int | None, owner: str, now: datetime
-    ) -> tuple[Intent | None, Intent | None]:
+    ) -> tuple[bool, bool]:
         """The executor's hand-over between two side effects, in ONE commit: end ``ending``'s claim
         (``sending`` -> its status) and move claim ``send`` into the side-effect zone (``claimed`` ->
         ``sending``). Both belong to ``owner``; either may be None.
 
-        Each half is its own compare-and-set and returns what it won: ``(ended, sending)``, None for
-        a half with nothing to do or whose intent was not ``owner``'s at the status it needs (reaped,
-        released, another profile's, unknown). An ending that is not sent, completed, failed or
-        needs_human, or the same intent in both halves, is refused before anything is written.
+        Each half is its own compare-and-set and says whether it won: ``(ended, sending)``, False
+        for a half with nothing to do or whose intent was not ``owner``'s at the status it needs
+        (reaped, released, another profile's, unknown). An ending that is not sent, completed,
+        failed or needs_human, or the same intent in both halves, is refused before anything is
+        written. Only what won is returned, not the rows: this is the executor's hot path.
         """
 
     @abstractmethod

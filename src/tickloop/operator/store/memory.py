@@ -427,23 +427,21 @@ class MemoryStore(Store):
 
     def finish_and_send(
         self, profile: str, *, ending: Ending | None, send: int | None, owner: str, now: datetime
-    ) -> tuple[Intent | None, Intent | None]:
+    ) -> tuple[bool, bool]:
         params = handover_params(profile, ending, send, owner=owner, now=now)
         _checked(owner=owner)
         with self._lock:
             ended = self._take(profile, params["end_id"], owner, IntentStatus.SENDING)
             if ended is not None:
                 stored = None if params["result"] is None else _round_trip(params["result"])
-                ended = self._swap(
+                self._swap(
                     ended, IntentStatus.SENDING, status=params["status"], result=stored,
                     handoff=params["handoff"], updated_at=_utc(now),
                 )  # fmt: skip
             sending = self._take(profile, send, owner, IntentStatus.CLAIMED)
             if sending is not None:
-                sending = self._swap(
-                    sending, IntentStatus.CLAIMED, status=IntentStatus.SENDING, updated_at=_utc(now)
-                )
-            return ended, sending
+                self._swap(sending, IntentStatus.CLAIMED, status=IntentStatus.SENDING, updated_at=_utc(now))
+            return ended is not None, sending is not None
 
     def _take(self, profile: str, intent_id: int | None, owner: str, expected: IntentStatus) -> Intent | None:
         """The intent if ``owner`` holds it at ``expected`` in ``profile``; else None (not won)."""

@@ -17,7 +17,6 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from tickloop.errors import ConflictError, NotFoundError, StoreError
-from tickloop.operator.domain import Intent
 from tickloop.operator.store._sql import Tx, load_queries, migrations, to_pyformat
 from tickloop.operator.store.base import Ending
 from tickloop.operator.store.sqlstore import SqlStore, handed_over, handover_params
@@ -94,7 +93,7 @@ class PostgresStore(SqlStore):
 
     def finish_and_send(
         self, profile: str, *, ending: Ending | None, send: int | None, owner: str, now: datetime
-    ) -> tuple[Intent | None, Intent | None]:
+    ) -> tuple[bool, bool]:
         # One statement in autocommit: one round trip and one commit per intent on the executor's
         # hot path, where the two statements of the shared version would cost four round trips.
         params = handover_params(profile, ending, send, owner=owner, now=now)

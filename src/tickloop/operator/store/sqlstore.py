@@ -437,14 +437,12 @@ class SqlStore(Store):
 
     def finish_and_send(
         self, profile: str, *, ending: Ending | None, send: int | None, owner: str, now: datetime
-    ) -> tuple[Intent | None, Intent | None]:
+    ) -> tuple[bool, bool]:
         params = handover_params(profile, ending, send, owner=owner, now=now)
         with self._write() as tx:  # two statements, one commit
-            found = [
-                *(tx.rows("end_sending", **params) if ending is not None else []),
-                *(tx.rows("mark_sending", **params, id=send) if send is not None else []),
-            ]
-        return handed_over(found, ending, send)
+            ended = ending is not None and tx.run("end_sending", **params) == 1
+            sending = send is not None and tx.run("start_sending", **params) == 1
+        return ended, sending
 
     def reap_stuck(self, *, cutoff: datetime, now: datetime, profile: str | None = None) -> list[int]:
         with self._write_one() as tx:
@@ -768,12 +766,10 @@ def handover_params(
     }
 
 
-def handed_over(
-    found: Sequence[Row], ending: Ending | None, send: int | None
-) -> tuple[Intent | None, Intent | None]:
-    """``(ended, sending)`` from the rows a hand-over changed (each matched by its id)."""
-    changed = {int(row["id"]): rows.intent(row) for row in found}
-    return changed.get(ending.intent_id) if ending else None, None if send is None else changed.get(send)
+def handed_over(found: Sequence[Row], ending: Ending | None, send: int | None) -> tuple[bool, bool]:
+    """``(ended, sending)`` from the ids of the rows a hand-over changed."""
+    changed = {int(row["id"]) for row in found}
+    return ending is not None and ending.intent_id in changed, send is not None and send in changed
 
 
 def check_ending(status: IntentStatus) -> IntentStatus:

@@ -379,7 +379,7 @@ def _hand_over(ctx: TickContext, done: _Done | None, send: Intent | None, tally:
         now=ctx.clock.now(),
     )
     if done is not None:
-        if ended is None:
+        if not ended:
             ctx.log(f"intent {done.ending.intent_id}: no longer ours to finish (reaped?); skipped")
             tally.skipped += 1
         elif done.ending.status in (IntentStatus.FAILED, IntentStatus.NEEDS_HUMAN):
@@ -389,7 +389,7 @@ def _hand_over(ctx: TickContext, done: _Done | None, send: Intent | None, tally:
             ctx.log(done.line)
             tally.executed += 1
             tally.handoff += done.ending.handoff
-    return sending is not None
+    return sending
 
 
 def _call_line(intent: Intent, done: HandlerResult) -> str:
