@@ -23,7 +23,7 @@ from tickloop.operator.domain import (
     Tier,
     Verdict,
 )
-from tickloop.operator.store import Store
+from tickloop.operator.store import Ending, Store
 
 S = IntentStatus
 NOW = datetime(2026, 7, 7, 17, 0, tzinfo=UTC)  # the same moment the fixture created the profiles
@@ -273,6 +273,81 @@ def test_finish_needs_owner_and_legal_ending(store: Store) -> None:
         store.finish_intent("p", intent_id, S.READY, owner="ex", now=NOW)
     with pytest.raises(TransitionError):
         store.finish_intent("p", intent_id, S.SENT, owner="ex", now=NOW)  # sent needs sending first
+
+
+def test_hand_over_ends_one_side_effect_and_starts_the_next_in_one_call(store: Store) -> None:
+    """finish_and_send ends a `sending` claim with its result and moves the next claim to `sending`."""
+    first, second = staged(store), staged(store)
+    store.claim_intents("p", owner="ex", now=NOW)
+    assert store.finish_and_send("p", ending=None, send=first, owner="ex", now=NOW) == (False, True)
+    ending = Ending(first, S.COMPLETED, {"call": "x"}, handoff=True)
+    assert store.finish_and_send("p", ending=ending, send=second, owner="ex", now=LATER) == (True, True)
+    ended, sending = store.get_intent("p", first), store.get_intent("p", second)
+    assert (ended.status, ended.result, ended.handoff, ended.updated_at) == (
+        S.COMPLETED,
+        {"call": "x"},
+        True,
+        LATER,
+    )
+    assert (sending.status, sending.claim_owner, sending.updated_at) == (S.SENDING, "ex", LATER)
+    last = Ending(second, S.SENT)
+    assert store.finish_and_send("p", ending=last, send=None, owner="ex", now=LATER) == (True, False)
+    assert (store.get_intent("p", second).status, store.get_intent("p", second).result) == (S.SENT, None)
+
+
+def test_hand_over_halves_win_or_lose_on_their_own(store: Store) -> None:
+    """A reaped ending is not won while the next claim still enters `sending`; a claim that is not
+    the owner's (someone else's, released, never claimed) is not sent while the ending is written."""
+    reaped, mine, theirs, released, ready = (staged(store) for _ in range(5))
+    store.claim_intents("p", owner="ex", now=NOW, limit=2)
+    store.claim_intents("p", owner="other", now=NOW, limit=1)
+    store.claim_intents("p", owner="ex", now=NOW, limit=1)
+    store.release_claim("p", released, owner="ex", now=NOW)
+    store.finish_and_send("p", ending=None, send=reaped, owner="ex", now=NOW)
+    assert store.reap_stuck(cutoff=LATER, now=LATER) == [reaped]
+    lost_ending = Ending(reaped, S.SENT)
+    assert store.finish_and_send("p", ending=lost_ending, send=mine, owner="ex", now=LATER) == (False, True)
+    assert store.finish_and_send("p", ending=Ending(mine, S.SENT), send=theirs, owner="ex", now=LATER) == (
+        True,
+        False,
+    )
+    for other in (released, ready):
+        assert store.finish_and_send("p", ending=None, send=other, owner="ex", now=LATER) == (False, False)
+    assert [store.get_intent("p", i).status for i in (reaped, mine, theirs, released, ready)] == [
+        S.NEEDS_HUMAN, S.SENT, S.CLAIMED, S.READY, S.READY,
+    ]  # fmt: skip
+
+
+def test_hand_over_never_ends_a_claim_that_is_not_sending(store: Store) -> None:
+    """Only a claim in `sending` is ended by a hand-over: a claimed, finished, unknown or other
+    profile's intent is not won and stays exactly as it was."""
+    claimed, finished = staged(store), staged(store)
+    store.claim_intents("p", owner="ex", now=NOW)
+    store.finish_intent("p", finished, S.FAILED, owner="ex", now=NOW)
+    elsewhere = store.stage_intent("q", NewIntent("note", "q's"), now=NOW).id
+    for intent_id in (claimed, finished, elsewhere, 10**9):
+        ending = Ending(intent_id, S.SENT)
+        assert store.finish_and_send("p", ending=ending, send=None, owner="ex", now=LATER) == (False, False)
+    assert store.finish_and_send("q", ending=None, send=claimed, owner="ex", now=LATER) == (False, False)
+    assert [store.get_intent("p", i).status for i in (claimed, finished)] == [S.CLAIMED, S.FAILED]
+    assert store.get_intent("q", elsewhere).status is S.PROPOSED
+    assert store.finish_and_send("p", ending=None, send=None, owner="ex", now=LATER) == (False, False)
+
+
+def test_hand_over_refuses_a_bad_ending_before_writing(store: Store) -> None:
+    """An ending that is not a way a claim ends, or one intent in both halves, changes nothing."""
+    sending, claimed = staged(store), staged(store)
+    store.claim_intents("p", owner="ex", now=NOW)
+    store.mark_sending("p", sending, owner="ex", now=NOW)
+    with pytest.raises(ConflictError, match="cannot be finished as ready"):
+        store.finish_and_send("p", ending=Ending(sending, S.READY), send=claimed, owner="ex", now=LATER)
+    with pytest.raises(ValidationError, match=f"intent {claimed}"):
+        store.finish_and_send("p", ending=Ending(claimed, S.SENT), send=claimed, owner="ex", now=LATER)
+    with pytest.raises(ValidationError, match="result"):
+        store.finish_and_send(
+            "p", ending=Ending(sending, S.SENT, {"x": {1, 2}}), send=claimed, owner="ex", now=LATER
+        )
+    assert [store.get_intent("p", i).status for i in (sending, claimed)] == [S.SENDING, S.CLAIMED]
 
 
 def test_reaper_takes_only_old_sending_claims(store: Store) -> None:

@@ -3,7 +3,8 @@
 ``python -m tickloop.testing.executor_load JSON`` registers a test-only reversible handler ``sink``
 (one ``write`` of the intent id to a file opened with ``O_APPEND`` per side effect; without a sink
 file it does nothing: the benchmark's no-op handler), then runs real executor passes, armed
-(``TICKLOOP_DRY_RUN=0``), until a pass finds nothing to claim. It prints a JSON result.
+(``TICKLOOP_DRY_RUN=0``), until a pass finds nothing to claim, logging to the ``log`` file if one
+is given. It prints a JSON result.
 
 The workers call the executor's pass directly rather than through ``run_tick``, because the tick
 lock would otherwise let only one of them run at a time: here they contend on the claims.
@@ -11,16 +12,18 @@ lock would otherwise let only one of them run at a time: here they contend on th
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TextIO
 
-from tickloop.clock import Clock
+from tickloop.clock import Clock, utc_iso
 from tickloop.config import Settings
 from tickloop.operator.domain import Tier
 from tickloop.operator.handlers import HandlerContext, HandlerRequest, HandlerResult, HandlerStatus, registry
@@ -76,8 +79,10 @@ class ShiftedClock:
         raise NotImplementedError
 
 
-def armed_context(store: Store, profile: str, owner: str, clock: Clock) -> TickContext:
-    """A tick context for an armed executor (``TICKLOOP_DRY_RUN=0``) that logs nothing."""
+def armed_context(
+    store: Store, profile: str, owner: str, clock: Clock, *, log: Callable[[str], None] | None = None
+) -> TickContext:
+    """A tick context for an armed executor (``TICKLOOP_DRY_RUN=0``); without ``log`` it logs nothing."""
     return TickContext(
         store=store,
         profile=profile,
@@ -85,9 +90,19 @@ def armed_context(store: Store, profile: str, owner: str, clock: Clock) -> TickC
         settings=Settings(),
         clock=clock,
         env={"TICKLOOP_DRY_RUN": "0"},
-        log=lambda _line: None,
+        log=log or (lambda _line: None),
         owner=owner,
     )
+
+
+def line_log(stream: TextIO, clock: Clock) -> Callable[[str], None]:
+    """The tick's log as ``run_tick`` writes it to stderr: a timestamped line, flushed at once."""
+
+    def log(line: str) -> None:
+        stream.write(f"[{utc_iso(clock.now())}] {line}\n")
+        stream.flush()
+
+    return log
 
 
 def drain(ctx: TickContext, *, batch: int = 10) -> int:
@@ -104,12 +119,17 @@ def executor_worker(args: dict[str, Any]) -> Any:
     """Drain the queue as one executor process; return the count executed and the seconds taken."""
     register_sink(args.get("sink"), linger_s=args.get("linger_s", 0.0))
     store = open_store(args["url"], migrate=False)
-    ctx = armed_context(store, args["profile"], args["owner"], ShiftedClock(args["epoch"]))
-    while time.time() < args["start_at"]:
-        time.sleep(0.001)
-    started = time.perf_counter()
-    executed = drain(ctx, batch=args.get("batch", 10))
-    elapsed = time.perf_counter() - started
+    clock = ShiftedClock(args["epoch"])
+    with contextlib.ExitStack() as stack:
+        log = None
+        if args.get("log"):  # the tick's own log lines, to a file as a tick writes them to stderr
+            log = line_log(stack.enter_context(Path(args["log"]).open("a", encoding="utf-8")), clock)
+        ctx = armed_context(store, args["profile"], args["owner"], clock, log=log)
+        while time.time() < args["start_at"]:
+            time.sleep(0.001)
+        started = time.perf_counter()
+        executed = drain(ctx, batch=args.get("batch", 10))
+        elapsed = time.perf_counter() - started
     store.close()
     return {"executed": executed, "seconds": elapsed}
 

@@ -19,7 +19,7 @@ from typing import Any
 from tickloop.clock import utc_iso
 from tickloop.errors import ConflictError
 from tickloop.operator.domain import IntentStatus
-from tickloop.operator.store import open_store
+from tickloop.operator.store import Ending, Store, open_store
 
 T0 = datetime(2026, 7, 7, tzinfo=UTC)
 _INTENT_COLUMNS = (
@@ -126,22 +126,30 @@ def _wait(start_at: float) -> None:
 
 def claim_worker(args: dict[str, Any]) -> Any:
     """Claim batches until none are left. ``finish``: ``none`` (claim only), ``complete`` (claimed ->
-    completed) or ``send`` (claimed -> sending -> completed). Returns the ids and the seconds taken."""
+    completed) or ``send`` (claimed -> sending -> completed with the executor's writes: each ending
+    shares its commit with the next intent's ``sending``). Returns the ids and the seconds taken."""
     store = open_store(args["url"], migrate=False)
     owner, profile, finish = args["owner"], args["profile"], args.get("finish", "none")
     _wait(args["start_at"])
     started = time.perf_counter()
     ids: list[int] = []
     while batch := store.claim_intents(profile, owner=owner, now=T0, limit=args.get("batch", 20)):
-        for intent in batch:
-            ids.append(intent.id)
-            if finish == "send":
-                store.mark_sending(profile, intent.id, owner=owner, now=T0)
-            if finish != "none":
+        ids += [intent.id for intent in batch]
+        if finish == "send":
+            _send_all(store, profile, owner, [intent.id for intent in batch])
+        elif finish != "none":
+            for intent in batch:
                 store.finish_intent(profile, intent.id, IntentStatus.COMPLETED, owner=owner, now=T0)
     elapsed = time.perf_counter() - started
     store.close()
     return {"ids": ids, "seconds": elapsed}
+
+
+def _send_all(store: Store, profile: str, owner: str, ids: list[int]) -> None:
+    ending = None
+    for intent_id in [*ids, None]:
+        store.finish_and_send(profile, ending=ending, send=intent_id, owner=owner, now=T0)
+        ending = None if intent_id is None else Ending(intent_id, IntentStatus.COMPLETED)
 
 
 def spend_worker(args: dict[str, Any]) -> Any:
@@ -162,17 +170,22 @@ def spend_worker(args: dict[str, Any]) -> Any:
 
 
 def finish_worker(args: dict[str, Any]) -> Any:
-    """Complete each given ``sending`` intent as its owner; return those it won."""
+    """Complete each given ``sending`` intent as its owner (with ``finish_intent``, or with
+    ``finish_and_send`` if ``hand_over``); return those it won."""
     store = open_store(args["url"], migrate=False)
+    profile, owner = args["profile"], args["owner"]
     _wait(args["start_at"])
     won = []
     for intent_id in args["ids"]:
-        try:
-            store.finish_intent(
-                args["profile"], intent_id, IntentStatus.COMPLETED, owner=args["owner"], now=T0
-            )
-        except ConflictError:
-            continue
+        if args.get("hand_over"):
+            ending = Ending(intent_id, IntentStatus.COMPLETED)
+            if not store.finish_and_send(profile, ending=ending, send=None, owner=owner, now=T0)[0]:
+                continue
+        else:
+            try:
+                store.finish_intent(profile, intent_id, IntentStatus.COMPLETED, owner=owner, now=T0)
+            except ConflictError:
+                continue
         won.append(intent_id)
     store.close()
     return won

@@ -414,3 +414,45 @@ def test_an_ending_the_reaper_got_to_first_is_skipped(
     assert store.get_intent(P, reaped.id).status is IntentStatus.NEEDS_HUMAN
     assert f"intent {reaped.id}: no longer ours to finish (reaped?); skipped" in lines
     assert lines[-1] == "tick done: considered=1 executed=0 skipped=1 failed=0 handoff=0 dry=false"
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_each_effect_starts_after_its_sending_and_every_earlier_ending_are_committed(
+    backend: str,
+    at_now: FakeClock,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Seen from another connection while a handler runs, its intent is committed as `sending`, the
+    pass's earlier intents are committed as ended, and no other intent is in `sending`."""
+    from tickloop.operator.handlers import HandlerResult, HandlerStatus, registry  # noqa: PLC0415
+
+    url = f"sqlite://{tmp_path / 'store.db'}" if backend == "sqlite" else request.getfixturevalue("pg_url")
+    store, watcher = open_store(url), open_store(url, migrate=False)
+    store.create_profile(P, now=NOW - timedelta(days=30))
+    seen: dict[int, dict[int, IntentStatus]] = {}
+
+    def probe(call: HandlerRequest, _context: HandlerContext) -> HandlerResult:
+        seen[call.intent_id] = {i.id: i.status for i in watcher.list_intents(P)}
+        return HandlerResult(HandlerStatus.SENT, "probe", "x", "called probe()", False)
+
+    monkeypatch.setattr(registry, "HANDLERS", {"note": HandlerSpec(Tier.REVERSIBLE, probe)})
+    first, second, third = (stage(store, "note", verdict=Verdict.ALLOWED).id for _ in range(3))
+    unknown = stage(store, "wire_transfer", verdict=Verdict.ALLOWED).id
+    last = stage(store, "note", verdict=Verdict.ALLOWED).id
+    lines = tick(
+        store, at_now, tmp_path, env={"TICKLOOP_DRY_RUN": "0"}, settings=Settings(executor={"batch": 2})
+    )
+    notes = [first, second, third, last]
+    assert list(seen) == notes
+    for k, note in enumerate(notes):
+        sending = {i for i, status in seen[note].items() if status is IntentStatus.SENDING}
+        assert sending == {note}
+        assert {seen[note][earlier] for earlier in notes[:k]} <= {IntentStatus.SENT}
+    assert [store.get_intent(P, i).status for i in (*notes, unknown)] == [IntentStatus.SENT] * 4 + [
+        IntentStatus.READY
+    ]
+    assert lines[-1] == "tick done: considered=5 executed=4 skipped=1 failed=0 handoff=0 dry=false"
+    watcher.close()
+    store.close()

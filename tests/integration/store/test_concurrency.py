@@ -70,16 +70,16 @@ def test_sixteen_spenders_never_break_the_gap(url: str) -> None:
         assert len(store.attention_spends("p")) == len(spent)
 
 
-def test_reaper_never_overwrites_completed_work(url: str) -> None:
+@pytest.mark.parametrize("hand_over", [False, True], ids=["finish_intent", "finish_and_send"])
+def test_reaper_never_overwrites_completed_work(url: str, hand_over: bool) -> None:
     """A reaper racing completing executors: each intent ends completed or needs_human, never both."""
     seed_intents(url, "p", 2_000, status=IntentStatus.SENDING, owner="ex")
     with open_store(url) as store:
         ids = sorted(i.id for i in store.list_intents("p", limit=10_000))
     # Finishers work from the newest claims down, the reaper's cutoff moves up from the oldest:
     # they meet somewhere in the middle, where the race is.
-    finishers = [
-        ("finish", {"url": url, "profile": "p", "owner": "ex", "ids": ids[n::4][::-1]}) for n in range(4)
-    ]
+    job = {"url": url, "profile": "p", "owner": "ex", "hand_over": hand_over}
+    finishers = [("finish", {**job, "ids": ids[n::4][::-1]}) for n in range(4)]
     reaper = ("reap", {"url": url, "profile": "p", "steps": 400, "step_s": 5})
     *finished, reaped = run_processes([*finishers, reaper])
     completed = {i for won in finished for i in won}

@@ -80,5 +80,12 @@ def test_sqlite_store_does_not_import_psycopg(tmp_path: Path) -> None:
 
 def test_store_package_exports_are_its_public_names() -> None:
     """`tickloop.operator.store.__all__` names the public API, and every name in it exists."""
-    assert set(store_package.__all__) == {"EPOCH", "Store", "default_sqlite_path", "open_store", "redact_url"}
+    assert set(store_package.__all__) == {
+        "EPOCH",
+        "Ending",
+        "Store",
+        "default_sqlite_path",
+        "open_store",
+        "redact_url",
+    }
     assert all(hasattr(store_package, name) for name in store_package.__all__)

@@ -16,9 +16,9 @@ import re
 from pathlib import Path
 
 from tickloop.errors import StoreError
-from tickloop.operator.store.base import EPOCH, Store
+from tickloop.operator.store.base import EPOCH, Ending, Store
 
-__all__ = ["EPOCH", "Store", "default_sqlite_path", "open_store", "redact_url"]
+__all__ = ["EPOCH", "Ending", "Store", "default_sqlite_path", "open_store", "redact_url"]
 
 _USERINFO_PASSWORD = re.compile(r"(?P<head>://[^/@:?#]*:)[^@/?#]*@")
 _QUERY_PASSWORD = re.compile(r"(?P<head>[?&]password=)[^&#]*", re.IGNORECASE)

@@ -7,8 +7,9 @@ Rules every backend keeps:
 
 - Every row belongs to one profile; an id from another profile is ``NotFoundError``.
 - Every state change is compare-and-set: it names the prior state and raises ``ConflictError``
-  when the row was not in it (a second process finds zero rows changed). ``claim_intents`` and
-  ``reap_stuck`` return what they won instead, because losing is their normal case.
+  when the row was not in it (a second process finds zero rows changed). ``claim_intents``,
+  ``reap_stuck`` and ``finish_and_send`` return what they won instead, because losing is their
+  normal case.
 - Time is passed in (``now``); the store never reads the clock.
 """
 
@@ -19,6 +20,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any
@@ -57,6 +59,19 @@ OPEN_INTENT_STATUSES = ("proposed", "allowed", "requires_approval", "ready", "ap
 #: The start of time for "since" windows that are not given.
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _WORD = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """How one claim in ``sending`` ends, for ``Store.finish_and_send``."""
+
+    intent_id: int
+    #: sent | completed | failed | needs_human
+    status: IntentStatus
+    #: what the handler returned (or why it failed), kept as the intent's result
+    result: dict[str, Any] | None = None
+    #: a hand-off (spend): completed, never mistaken for an execution
+    handoff: bool = False
 
 
 class Store(ABC):
@@ -272,6 +287,21 @@ class Store(ABC):
         handoff: bool = False,
     ) -> Intent:
         """End a claim: claimed/sending -> sent | completed | failed | needs_human (owner only)."""
+
+    @abstractmethod
+    def finish_and_send(
+        self, profile: str, *, ending: Ending | None, send: int | None, owner: str, now: datetime
+    ) -> tuple[bool, bool]:
+        """The executor's hand-over between two side effects, in ONE commit: end ``ending``'s claim
+        (``sending`` -> its status) and move claim ``send`` into the side-effect zone (``claimed`` ->
+        ``sending``). Both belong to ``owner``; either may be None.
+
+        Each half is its own compare-and-set and says whether it won: ``(ended, sending)``, False
+        for a half with nothing to do or whose intent was not ``owner``'s at the status it needs
+        (reaped, released, another profile's, unknown). An ending that is not sent, completed,
+        failed or needs_human, or the same intent in both halves, is refused before anything is
+        written. Only what won is returned, not the rows: this is the executor's hot path.
+        """
 
     @abstractmethod
     def reap_stuck(self, *, cutoff: datetime, now: datetime, profile: str | None = None) -> list[int]:

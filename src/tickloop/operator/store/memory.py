@@ -47,8 +47,8 @@ from tickloop.operator.domain import (
     check_text,
 )
 from tickloop.operator.store._rows import dumps
-from tickloop.operator.store.base import EPOCH, OPEN_INTENT_STATUSES, Store, search_tokens
-from tickloop.operator.store.sqlstore import check_decidable, check_ending, check_finishable
+from tickloop.operator.store.base import EPOCH, OPEN_INTENT_STATUSES, Ending, Store, search_tokens
+from tickloop.operator.store.sqlstore import check_decidable, check_ending, check_finishable, handover_params
 
 
 def _checked(**fields: Any) -> None:
@@ -425,6 +425,31 @@ class MemoryStore(Store):
             return self._swap(
                 current, prior, status=target, result=stored, handoff=handoff, updated_at=_utc(now)
             )
+
+    def finish_and_send(
+        self, profile: str, *, ending: Ending | None, send: int | None, owner: str, now: datetime
+    ) -> tuple[bool, bool]:
+        params = handover_params(profile, ending, send, owner=owner, now=now)
+        _checked(owner=owner)
+        with self._lock:
+            ended = self._take(profile, params["end_id"], owner, IntentStatus.SENDING)
+            if ended is not None:
+                stored = None if params["result"] is None else _round_trip(params["result"])
+                self._swap(
+                    ended, IntentStatus.SENDING, status=params["status"], result=stored,
+                    handoff=params["handoff"], updated_at=_utc(now),
+                )  # fmt: skip
+            sending = self._take(profile, send, owner, IntentStatus.CLAIMED)
+            if sending is not None:
+                self._swap(sending, IntentStatus.CLAIMED, status=IntentStatus.SENDING, updated_at=_utc(now))
+            return ended is not None, sending is not None
+
+    def _take(self, profile: str, intent_id: int | None, owner: str, expected: IntentStatus) -> Intent | None:
+        """The intent if ``owner`` holds it at ``expected`` in ``profile``; else None (not won)."""
+        found = None if intent_id is None else self.intents.get(intent_id)
+        if found is None or (found.profile, found.status, found.claim_owner) != (profile, expected, owner):
+            return None
+        return found
 
     def reap_stuck(self, *, cutoff: datetime, now: datetime, profile: str | None = None) -> list[int]:
         with self._lock:

@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tickloop.errors import ConflictError, NotFoundError
+from tickloop.errors import ConflictError, NotFoundError, ValidationError
 from tickloop.operator import intents as machine
 from tickloop.operator.conditions import Flagged, LoopStats
 from tickloop.operator.domain import (
@@ -41,9 +41,9 @@ from tickloop.operator.domain import (
     Verdict,
 )
 from tickloop.operator.store import _rows as rows
-from tickloop.operator.store._rows import dumps
+from tickloop.operator.store._rows import Row, dumps
 from tickloop.operator.store._sql import Tx
-from tickloop.operator.store.base import EPOCH, PRUNABLE, Store, search_tokens
+from tickloop.operator.store.base import EPOCH, PRUNABLE, Ending, Store, search_tokens
 
 #: For each way a claim may end, the statuses it may end from (claimed and/or sending).
 _FINISH_FROM = {
@@ -435,6 +435,15 @@ class SqlStore(Store):
         assert row is not None
         return rows.intent(row)
 
+    def finish_and_send(
+        self, profile: str, *, ending: Ending | None, send: int | None, owner: str, now: datetime
+    ) -> tuple[bool, bool]:
+        params = handover_params(profile, ending, send, owner=owner, now=now)
+        with self._write() as tx:  # two statements, one commit
+            ended = ending is not None and tx.run("end_sending", **params) == 1
+            sending = send is not None and tx.run("start_sending", **params) == 1
+        return ended, sending
+
     def reap_stuck(self, *, cutoff: datetime, now: datetime, profile: str | None = None) -> list[int]:
         with self._write_one() as tx:
             if profile is None:
@@ -737,6 +746,30 @@ def check_finishable(intent_id: int, current: IntentStatus, target: IntentStatus
         )
     machine.check_transition(current, target)
     return current
+
+
+def handover_params(
+    profile: str, ending: Ending | None, send: int | None, *, owner: str, now: datetime
+) -> dict[str, Any]:
+    """The checked parameters of ``finish_and_send``'s statements (an absent half matches no row)."""
+    if ending is not None and ending.intent_id == send:
+        raise ValidationError(f"intent {send} cannot end and enter `sending` in the same hand-over")
+    return {
+        "profile": profile,
+        "owner": owner,
+        "now": now,
+        "end_id": None if ending is None else ending.intent_id,
+        "status": None if ending is None else check_ending(ending.status),
+        "result": None if ending is None or ending.result is None else dumps("result", ending.result),
+        "handoff": ending is not None and ending.handoff,
+        "send_id": send,
+    }
+
+
+def handed_over(found: Sequence[Row], ending: Ending | None, send: int | None) -> tuple[bool, bool]:
+    """``(ended, sending)`` from the ids of the rows a hand-over changed."""
+    changed = {int(row["id"]) for row in found}
+    return ending is not None and ending.intent_id in changed, send is not None and send in changed
 
 
 def check_ending(status: IntentStatus) -> IntentStatus:

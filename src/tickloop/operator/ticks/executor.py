@@ -10,8 +10,11 @@ One pass (seed 002, §6.7, §6.8, Figure 8):
    approved intent has a linked ``approve`` decision), then the **tier floor**: an external or spend
    handler fires only if the prior status was ``approved`` with a valid linked decision, whatever
    the gate said. A refusal is logged, audited in the notification log and released.
-4. The handler runs inside the side-effect zone (``sending``). ``HandlerError`` (refused before
-   anything happened) ends ``failed``; any other exception ends ``needs_human``, never retried.
+4. The handler runs inside the side-effect zone (``sending``), entered by a commit before it starts;
+   its ending is committed after it returns. ``HandlerError`` (refused before anything happened)
+   ends ``failed``; any other exception ends ``needs_human``, never retried. One intent's ending and
+   the next one's ``sending`` share one commit (``Store.finish_and_send``): one commit per intent,
+   and never more than one intent of this process in ``sending``.
 
 Dry-run is on unless ``TICKLOOP_DRY_RUN`` is exactly ``0``; ``--dry-run`` forces it. Dry, the whole
 pipeline runs and the handlers return the call they WOULD make.
@@ -47,6 +50,7 @@ from tickloop.operator.handlers import (
     handler_for,
 )
 from tickloop.operator.runner import TickContext, TickResult
+from tickloop.operator.store.base import Ending
 
 #: the WOULD line sits under the text of the line above it (after ``[timestamp] ``).
 WOULD_INDENT = " " * 29
@@ -178,38 +182,79 @@ def _claim_all(
     ):
         late = [intent for intent in batch if until is not None and intent.created_at >= until]
         tally.held += late
-        for intent in batch:
-            if until is None or intent.created_at < until:
-                tally.considered += 1
-                _one(ctx, handlers, intent, dry=dry, tally=tally)
+        claims = [_recheck(ctx, intent) for intent in batch if until is None or intent.created_at < until]
+        _run(ctx, handlers, claims, dry=dry, tally=tally)
         if late:  # claims come oldest first: the rest of the queue is past the chosen day
             return
 
 
-def _one(ctx: TickContext, handlers: HandlerContext, intent: Intent, *, dry: bool, tally: Tally) -> None:
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    """A claimed intent as re-checked at claim time: its handler and whether it may run."""
+
+    intent: Intent
+    #: None: no handler for the action type
+    spec: HandlerSpec | None
+    #: why it is no longer executable ("": it is)
+    problem: str = ""
+    #: the tier floor lets its handler fire
+    floor: bool = False
+
+    @property
+    def runs(self) -> bool:
+        return self.spec is not None and not self.problem and self.floor
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    """A handler's outcome: written with the next intent's ``sending``, then ``line`` is logged."""
+
+    ending: Ending
+    line: str
+
+
+def _recheck(ctx: TickContext, intent: Intent) -> _Claim:
+    """Claim-time check of a fresh claim (its row as the claim returned it, and its decision)."""
     spec = handler_for(intent.action_type)
     if spec is None:
+        return _Claim(intent, None)
+    decision = _decision(ctx, intent)
+    problem = not_executable(intent, decision)
+    return _Claim(intent, spec, problem, tier_floor_passes(spec.tier, intent, decision))
+
+
+def _run(
+    ctx: TickContext, handlers: HandlerContext, claims: list[_Claim], *, dry: bool, tally: Tally
+) -> None:
+    """Each claim in turn. A handler's ending is committed together with the next intent's
+    ``sending`` (one commit per intent, not two); anything else writes it first, so the log keeps
+    its order and no ending waits on another intent's store calls."""
+    done: _Done | None = None
+    for claim in claims:
+        tally.considered += 1
+        if claim.runs:
+            done = _dispatch(ctx, handlers, claim, done, dry=dry, tally=tally)
+            continue
+        _hand_over(ctx, done, None, tally)
+        done = None
+        _decline(ctx, claim, tally)
+    _hand_over(ctx, done, None, tally)
+
+
+def _decline(ctx: TickContext, claim: _Claim, tally: Tally) -> None:
+    intent = claim.intent
+    if claim.spec is None:
         ctx.log(f"no executor for action_type={intent.action_type!r} (intent {intent.id}); left for human")
         tally.skipped += 1
         tally.held.append(intent)
-        return
-    decision = _decision(ctx, intent)
-    problem = not_executable(intent, decision)
-    if problem:
-        _finish(ctx, intent, IntentStatus.FAILED, {"refused": problem}, tally=tally)
-        ctx.log(f"REFUSED intent {intent.id} ({intent.action_type}): not executable: {problem}")
+    elif claim.problem:
+        _finish(ctx, intent, IntentStatus.FAILED, {"refused": claim.problem}, tally=tally)
+        ctx.log(f"REFUSED intent {intent.id} ({intent.action_type}): not executable: {claim.problem}")
         tally.failed += 1
-        return
-    if not tier_floor_passes(spec.tier, intent, decision):
-        _refuse_by_floor(ctx, intent, spec.tier)
+    else:
+        _refuse_by_floor(ctx, intent, claim.spec.tier)
         tally.skipped += 1
         tally.held.append(intent)
-        return
-    ctx.log(
-        f"dispatch intent {intent.id} action_type={intent.action_type!r} tier={spec.tier.value!r} "
-        f"dry={_flag(dry)}"
-    )
-    _dispatch(ctx, handlers, spec, intent, dry=dry, tally=tally)
 
 
 def _decision(ctx: TickContext, intent: Intent) -> Decision | None:
@@ -272,8 +317,26 @@ def _refuse_by_floor(ctx: TickContext, intent: Intent, tier: Tier) -> None:
 
 
 def _dispatch(
-    ctx: TickContext, handlers: HandlerContext, spec: HandlerSpec, intent: Intent, *, dry: bool, tally: Tally
-) -> None:
+    ctx: TickContext,
+    handlers: HandlerContext,
+    claim: _Claim,
+    done: _Done | None,
+    *,
+    dry: bool,
+    tally: Tally,
+) -> _Done | None:
+    """Enter ``sending`` (ending ``done`` in the same commit), run the handler; its outcome, unwritten."""
+    intent, spec = claim.intent, claim.spec
+    assert spec is not None  # a claim that runs has a handler
+    sending = _hand_over(ctx, done, intent, tally)
+    ctx.log(
+        f"dispatch intent {intent.id} action_type={intent.action_type!r} tier={spec.tier.value!r} "
+        f"dry={_flag(dry)}"
+    )
+    if not sending:
+        ctx.log(f"intent {intent.id}: claim lost before sending; skipped")
+        tally.skipped += 1
+        return None
     request = HandlerRequest(
         intent_id=intent.id,
         action_type=intent.action_type,
@@ -284,37 +347,47 @@ def _dispatch(
         dry_run=dry,
     )
     tier = spec.tier.value
-    try:
-        ctx.store.mark_sending(ctx.profile, intent.id, owner=ctx.owner, now=ctx.clock.now())
-    except ConflictError:
-        ctx.log(f"intent {intent.id}: claim lost before sending; skipped")
-        tally.skipped += 1
-        return
     # The side-effect zone: from here on any surprise leaves the outcome unknown.
     try:
-        done = spec.handler(request, handlers)
+        result = spec.handler(request, handlers)
     except HandlerError as exc:
-        _finish(ctx, intent, IntentStatus.FAILED, {"refused": exc.message}, tally=tally)
-        ctx.log(f"intent {intent.id} -> failed ({tier}): {exc.message}")
-        tally.failed += 1
-        return
+        line = f"intent {intent.id} -> failed ({tier}): {exc.message}"
+        return _Done(Ending(intent.id, IntentStatus.FAILED, {"refused": exc.message}), line)
     except Exception as exc:  # noqa: BLE001  (unknown outcome: a person reconciles it, never a retry)
         error = f"{type(exc).__name__}: {exc}"
-        _finish(ctx, intent, IntentStatus.NEEDS_HUMAN, {"error": error[:2000]}, tally=tally)
-        ctx.log(f"intent {intent.id} -> needs_human ({tier}): {error[:300]}")
-        tally.failed += 1
-        return
-    ctx.log(_call_line(intent, done))
-    status = _STATUS[done.status]
-    if not _finish(ctx, intent, status, _plain(done), tally=tally, handoff=done.handoff):
-        return
-    suffix = ", dry-run" if done.dry_run else ""
-    ctx.log(f"intent {intent.id} -> {status.value} ({tier}{suffix})")
-    if status is IntentStatus.FAILED:
-        tally.failed += 1
-        return
-    tally.executed += 1
-    tally.handoff += done.handoff
+        line = f"intent {intent.id} -> needs_human ({tier}): {error[:300]}"
+        return _Done(Ending(intent.id, IntentStatus.NEEDS_HUMAN, {"error": error[:2000]}), line)
+    ctx.log(_call_line(intent, result))
+    status = _STATUS[result.status]
+    suffix = ", dry-run" if result.dry_run else ""
+    line = f"intent {intent.id} -> {status.value} ({tier}{suffix})"
+    return _Done(Ending(intent.id, status, _plain(result), result.handoff), line)
+
+
+def _hand_over(ctx: TickContext, done: _Done | None, send: Intent | None, tally: Tally) -> bool:
+    """Commit ``done``'s ending and ``send``'s ``sending`` at once, then log the ending; True if
+    ``send`` is now in the side-effect zone."""
+    if done is None and send is None:
+        return False
+    ended, sending = ctx.store.finish_and_send(
+        ctx.profile,
+        ending=None if done is None else done.ending,
+        send=None if send is None else send.id,
+        owner=ctx.owner,
+        now=ctx.clock.now(),
+    )
+    if done is not None:
+        if not ended:
+            ctx.log(f"intent {done.ending.intent_id}: no longer ours to finish (reaped?); skipped")
+            tally.skipped += 1
+        elif done.ending.status in (IntentStatus.FAILED, IntentStatus.NEEDS_HUMAN):
+            ctx.log(done.line)
+            tally.failed += 1
+        else:
+            ctx.log(done.line)
+            tally.executed += 1
+            tally.handoff += done.ending.handoff
+    return sending
 
 
 def _call_line(intent: Intent, done: HandlerResult) -> str:
@@ -336,30 +409,16 @@ def _plain(done: HandlerResult) -> dict[str, Any]:
 
 
 def _finish(
-    ctx: TickContext,
-    intent: Intent,
-    status: IntentStatus,
-    result: dict[str, Any],
-    *,
-    tally: Tally,
-    handoff: bool = False,
-) -> bool:
-    """End the claim; False (and skipped) if the reaper or another process got there first."""
+    ctx: TickContext, intent: Intent, status: IntentStatus, result: dict[str, Any], *, tally: Tally
+) -> None:
+    """End a claim that never entered ``sending``; skipped if another process got there first."""
     try:
         ctx.store.finish_intent(
-            ctx.profile,
-            intent.id,
-            status,
-            owner=ctx.owner,
-            now=ctx.clock.now(),
-            result=result,
-            handoff=handoff,
+            ctx.profile, intent.id, status, owner=ctx.owner, now=ctx.clock.now(), result=result
         )
     except ConflictError:
         ctx.log(f"intent {intent.id}: no longer ours to finish (reaped?); skipped")
         tally.skipped += 1
-        return False
-    return True
 
 
 def _release(ctx: TickContext, intent: Intent) -> None:

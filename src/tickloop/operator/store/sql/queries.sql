@@ -142,6 +142,17 @@ UPDATE intents SET status = :status, result = :result, handoff = :handoff, updat
 WHERE profile = :profile AND id = :id AND status IN (:from_a, :from_b) AND claim_owner = :owner
 RETURNING *;
 
+-- name: end_sending
+-- The executor's hand-over (finish_and_send), first half: the end of a side effect, so only a
+-- `sending` claim of this owner.
+UPDATE intents SET status = :status, result = :result, handoff = :handoff, updated_at = :now
+WHERE profile = :profile AND id = :end_id AND status = 'sending' AND claim_owner = :owner;
+
+-- name: start_sending
+-- The hand-over's second half: mark_sending without returning the row.
+UPDATE intents SET status = 'sending', updated_at = :now
+WHERE profile = :profile AND id = :send_id AND status = 'claimed' AND claim_owner = :owner;
+
 -- name: reap_stuck
 -- The guard lives in the WHERE: only a claim still `sending` and claimed before the cutoff. A
 -- completing executor's own UPDATE requires `sending` too, so exactly one of the two wins.

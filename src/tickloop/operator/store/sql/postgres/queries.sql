@@ -12,6 +12,22 @@ WHERE id IN (SELECT id FROM intents
   AND status IN ('ready', 'approved')
 RETURNING *;
 
+-- name: finish_and_send
+-- The executor's hand-over as ONE statement (one round trip, one commit): end_sending and
+-- start_sending on two different rows, each its own compare-and-set. A NULL id matches no row.
+-- Each UPDATE re-checks its WHERE against the newest row version after waiting for a concurrent
+-- writer (the reaper, a release), as on its own. Only the ids come back: what each half won.
+WITH ended AS (
+    UPDATE intents SET status = :status, result = :result, handoff = :handoff, updated_at = :now
+    WHERE profile = :profile AND id = :end_id AND status = 'sending' AND claim_owner = :owner
+    RETURNING id
+), sending AS (
+    UPDATE intents SET status = 'sending', updated_at = :now
+    WHERE profile = :profile AND id = :send_id AND status = 'claimed' AND claim_owner = :owner
+    RETURNING id
+)
+SELECT id FROM ended UNION ALL SELECT id FROM sending;
+
 -- name: search_notes
 SELECT id, profile, text, source, tainted, created_at FROM notes
 WHERE profile = :profile AND tsv @@ plainto_tsquery('simple', :query)
