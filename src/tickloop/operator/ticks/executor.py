@@ -188,8 +188,7 @@ def _claim_all(
             return
 
 
-@dataclass(frozen=True, slots=True)
-class _Claim:
+class _Claim(msgspec.Struct, frozen=True):
     """A claimed intent as re-checked at claim time: its handler and whether it may run."""
 
     intent: Intent
@@ -205,8 +204,7 @@ class _Claim:
         return self.spec is not None and not self.problem and self.floor
 
 
-@dataclass(frozen=True, slots=True)
-class _Done:
+class _Done(msgspec.Struct, frozen=True):
     """A handler's outcome: written with the next intent's ``sending``, then ``line`` is logged."""
 
     ending: Ending
