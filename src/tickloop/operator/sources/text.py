@@ -11,14 +11,16 @@ import re
 #: marks text that was cut at its bound
 ELLIPSIS = "…"
 
-_LINE_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
-_BODY_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029]")
-_SPACES = re.compile(r"[ \t\u00a0]+")
-_BLANK_LINES = re.compile(r"\n{3,}")
-_DROP_BLOCKS = re.compile(r"<(script|style|head)\b.*?(?:</\1\s*>|\Z)", re.IGNORECASE | re.DOTALL)
-_BREAKS = re.compile(r"<\s*(?:br|/p|/div|/li|/tr|/h[1-6]|p|div|li|tr)\b[^>]*>", re.IGNORECASE)
-_TAGS = re.compile(r"<[^>]*(?:>|\Z)")
-_COMMENTS = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+# Pattern strings, not compiled patterns: re compiles each on first use and caches it, so a tick whose
+# sources never see outside text (or an empty profile's) does not pay for eight compilations.
+_LINE_CONTROLS = r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+"
+_BODY_CONTROLS = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029]"
+_SPACES = r"[ \t\u00a0]+"
+_BLANK_LINES = r"\n{3,}"
+_DROP_BLOCKS = r"(?is)<(script|style|head)\b.*?(?:</\1\s*>|\Z)"
+_BREAKS = r"(?i)<\s*(?:br|/p|/div|/li|/tr|/h[1-6]|p|div|li|tr)\b[^>]*>"
+_TAGS = r"<[^>]*(?:>|\Z)"
+_COMMENTS = r"(?s)<!--.*?(?:-->|\Z)"
 
 
 def valid_unicode(text: str) -> str:
@@ -38,16 +40,16 @@ def one_line(text: str, limit: int = 500) -> str:
 
     CR and LF become spaces, so a header value can never smuggle in another header.
     """
-    flat = _LINE_CONTROLS.sub(" ", valid_unicode(text))
-    return clip(_SPACES.sub(" ", flat).strip(), limit)
+    flat = re.sub(_LINE_CONTROLS, " ", valid_unicode(text))
+    return clip(re.sub(_SPACES, " ", flat).strip(), limit)
 
 
 def body_text(text: str, limit: int) -> str:
     """A bounded multi-line excerpt: newlines kept, other control characters dropped."""
     text = valid_unicode(text).replace("\r\n", "\n").replace("\r", "\n")
-    text = _BODY_CONTROLS.sub("", text)
-    lines = (_SPACES.sub(" ", line).strip() for line in text.split("\n"))
-    return clip(_BLANK_LINES.sub("\n\n", "\n".join(lines)).strip(), limit)
+    text = re.sub(_BODY_CONTROLS, "", text)
+    lines = (re.sub(_SPACES, " ", line).strip() for line in text.split("\n"))
+    return clip(re.sub(_BLANK_LINES, "\n\n", "\n".join(lines)).strip(), limit)
 
 
 def strip_html(markup: str) -> str:
@@ -57,7 +59,7 @@ def strip_html(markup: str) -> str:
     """
     import html  # noqa: PLC0415  (start-up cost: only an HTML-only mail pays for the entity table)
 
-    text = _COMMENTS.sub(" ", markup)
-    text = _DROP_BLOCKS.sub(" ", text)
-    text = _BREAKS.sub("\n", text)
-    return html.unescape(_TAGS.sub(" ", text))
+    text = re.sub(_COMMENTS, " ", markup)
+    text = re.sub(_DROP_BLOCKS, " ", text)
+    text = re.sub(_BREAKS, "\n", text)
+    return html.unescape(re.sub(_TAGS, " ", text))

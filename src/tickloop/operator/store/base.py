@@ -20,12 +20,12 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tickloop.operator.conditions import Flagged, LoopStats
+import msgspec
+
 from tickloop.operator.domain import (
     AttentionSpend,
     ConditionState,
@@ -52,6 +52,9 @@ from tickloop.operator.domain import (
 )
 from tickloop.sha256 import sha256
 
+if TYPE_CHECKING:  # the monitor's types: only loop_stats builds them, and ticks never call it
+    from tickloop.operator.conditions import Flagged, LoopStats
+
 #: The ephemeral kinds ``prune`` deletes from, in the order it reports them.
 PRUNABLE = ("progress", "observations", "notifications", "states_of_play")
 #: The intent statuses that still await something; rows that reference them are never pruned.
@@ -61,8 +64,7 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _WORD = re.compile(r"[^\W_]+")
 
 
-@dataclass(frozen=True, slots=True)
-class Ending:
+class Ending(msgspec.Struct, frozen=True):
     """How one claim in ``sending`` ends, for ``Store.finish_and_send``."""
 
     intent_id: int

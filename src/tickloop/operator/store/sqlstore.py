@@ -11,11 +11,10 @@ from abc import abstractmethod
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tickloop.errors import ConflictError, NotFoundError, ValidationError
 from tickloop.operator import intents as machine
-from tickloop.operator.conditions import Flagged, LoopStats
 from tickloop.operator.domain import (
     AttentionSpend,
     ConditionState,
@@ -44,6 +43,9 @@ from tickloop.operator.store import _rows as rows
 from tickloop.operator.store._rows import Row, dumps
 from tickloop.operator.store._sql import Tx
 from tickloop.operator.store.base import EPOCH, PRUNABLE, Ending, Store, search_tokens
+
+if TYPE_CHECKING:  # the monitor's types: only loop_stats builds them, and ticks never call it
+    from tickloop.operator.conditions import Flagged, LoopStats
 
 #: For each way a claim may end, the statuses it may end from (claimed and/or sending).
 _FINISH_FROM = {
@@ -667,6 +669,8 @@ class SqlStore(Store):
                 "min_board": flagged.min_board,
                 "silent_before": flagged.silent_before,
             }
+        from tickloop.operator.conditions import LoopStats  # noqa: PLC0415
+
         with self._read() as tx:
             if profiles is None:
                 found = tx.rows("loop_stats_all", window=window, **limits)
