@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from tickloop.errors import ModelError
 from tickloop.models.base import ChatMessage, Completion, Finished, StreamEvent, TextDelta, Usage
+from tickloop.models.grammar import grammar_schema
 from tickloop.system import is_loopback_host
 
 if TYPE_CHECKING:
@@ -271,38 +272,6 @@ def _content_text(exc: Exception, *, mid_stream: bool) -> str:
 
 def _is_loopback(base_url: str) -> bool:
     return is_loopback_host(urlsplit(base_url).hostname or "")
-
-
-#: the longest string a grammar-constrained answer may carry in one field (see ``grammar_schema``)
-GRAMMAR_MAX_LENGTH = 96
-
-
-def grammar_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """``schema`` with every string ``maxLength`` capped at ``GRAMMAR_MAX_LENGTH``, for llama.cpp.
-
-    llama.cpp's JSON-schema-to-grammar unrolls ``maxLength: N`` into N nested optional rules: with
-    llama-cpp-python 0.3.36 a bound of 2,000 (ActionIntentOut.rationale; its body has 20,000) crashes
-    the server with SIGSEGV, 1,000 works. Dropping the bound instead lets a small model ramble in one
-    string until ``max_tokens`` cuts the JSON off (SmolLM2-135M copies the context packet into
-    ``body``: 8 of 20 intents valid at 128 tokens); a cap of 96 closes each string in time (20 of 20
-    at 160 tokens). The grammar only narrows what the model can say: the answer is still validated
-    against the full schema (fail closed). Longer strings need ``json_schema`` (llama.cpp's C++
-    server) or ``none``.
-    """
-    capped = _capped(schema)
-    return capped if isinstance(capped, dict) else dict(schema)
-
-
-def _capped(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        out = {key: _capped(item) for key, item in value.items()}
-        bound = out.get("maxLength")
-        if isinstance(bound, int) and bound > GRAMMAR_MAX_LENGTH:
-            out["maxLength"] = GRAMMAR_MAX_LENGTH
-        return out
-    if isinstance(value, list):
-        return [_capped(item) for item in value]
-    return value
 
 
 def schema_name(schema: Mapping[str, Any]) -> str:
