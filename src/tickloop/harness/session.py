@@ -7,6 +7,9 @@ On disk a session is an append-only JSONL file (``session-<escaped id>.jsonl``):
     {"type": "message", "turn": 1, "role": "assistant", "content": [...], "source": {...}, ...}
     {"type": "terminal", "turn": 1, "status": "completed", "usage": {...}, "at": "..."}
 
+A completed turn whose model reported no token usage (llama-cpp-python streams none) says so with
+``"usageReported": false`` instead of leaving ``usage`` out without a word; tickloop never estimates it.
+
 A terminal is fsynced before ``end_turn`` returns, so nothing can schedule on a terminal that a
 crash could lose. A turn a crash left open gets a *new* ``interrupted`` terminal record with
 ``"recovered": true`` when the session is reopened; nothing already written is rewritten.
@@ -41,6 +44,16 @@ class Terminal:
     usage: Usage | None = None
     detail: str | None = None  #: the provider's error message, for ``error``
     recovered: bool = False  #: written on reopen for a turn a crash left open
+
+    def usage_fields(self) -> dict[str, Any]:
+        """What the session file and the ledger say about tokens: the model's own counts, or for a
+        turn the model finished without reporting any, ``usageReported: false``, so a reader never
+        takes a server that counts nothing for a count lost on the way. An unfinished turn has none."""
+        if self.usage is not None:
+            return {"usage": self.usage.to_dict()}
+        if self.status is TerminalStatus.COMPLETED:
+            return {"usageReported": False}
+        return {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,8 +247,7 @@ def _message_record(turn: int, message: Message, clock: Clock) -> dict[str, Any]
 
 def _terminal_record(terminal: Terminal, clock: Clock) -> dict[str, Any]:
     rec: dict[str, Any] = {"type": "terminal", "turn": terminal.turn, "status": str(terminal.status)}
-    if terminal.usage is not None:
-        rec["usage"] = terminal.usage.to_dict()
+    rec.update(terminal.usage_fields())
     if terminal.detail:
         rec["detail"] = terminal.detail
     if terminal.recovered:

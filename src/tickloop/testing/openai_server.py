@@ -75,6 +75,9 @@ class Reply:
     finish_reason: str = "stop"
     #: (prompt_tokens, completion_tokens); None: derived from the request and the reply
     usage: tuple[int, int] | None = None
+    #: False: count nothing: no usage chunk in a stream whatever ``stream_options`` asks (as
+    #: llama-cpp-python streams) and no ``usage`` in a whole answer
+    report_usage: bool = True
 
     @classmethod
     def text(cls, content: str, *, chunks: int = 3, chunk_delay: float = 0.0) -> Reply:
@@ -263,7 +266,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self._interrupt(reply, len(pieces)):
             return
         self._event({**_chunk_head(), "choices": [_choice({}, reply.finish_reason)]})
-        if (body.get("stream_options") or {}).get("include_usage"):
+        if reply.report_usage and (body.get("stream_options") or {}).get("include_usage"):
             self._event({**_chunk_head(), "choices": [], "usage": _usage(reply, body, text)})
         self._write_chunk(b"data: [DONE]\n\n")
         self._write_chunk(b"")
@@ -332,7 +335,7 @@ def _completion(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
         "created": 0,
         "model": MODEL_ID,
         "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}],
-        "usage": _usage(reply, body, text),
+        **({"usage": _usage(reply, body, text)} if reply.report_usage else {}),
     }
 
 

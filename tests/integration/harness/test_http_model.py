@@ -80,6 +80,24 @@ async def test_token_usage_from_the_server_reaches_the_ledger(tmp_path: Path) ->
     assert usages == [{"inputTokens": 11, "outputTokens": 7}] * 2
 
 
+async def test_a_server_that_streams_no_usage_is_recorded_as_reporting_none(tmp_path: Path) -> None:
+    """Against a server that ignores stream_options (llama-cpp-python), each completed tick_terminal
+    says `usageReported: false` and carries no made-up counts; so does `tickloop sessions show`."""
+    with OpenAIServer(default=Reply(content="ok", chunks=2, report_usage=False)) as server:
+        records = await run_chat(tmp_path, server, ["hello", "/tick 2"])
+        asked = [b.get("stream_options") for b in server.bodies()]
+    assert asked == [{"include_usage": True}] * 3
+    terminals = [r for r in records if r["type"] == "tick_terminal"]
+    assert [(r["status"], r.get("usageReported"), r.get("usage")) for r in terminals] == [
+        ("completed", False, None)
+    ] * 2
+    show = ["sessions", "show", "h", "--sessions-dir", str(tmp_path / "sessions")]
+    shown = subprocess.run(
+        [sys.executable, "-m", "tickloop", *show], capture_output=True, text=True, check=True
+    )
+    assert shown.stdout.count("-- completed (the model reported no token usage)") == 3
+
+
 def test_chat_process_sends_only_natural_messages_and_literal_time_steps(tmp_path: Path) -> None:
     """End to end with real processes: `tickloop chat` against a model server process; the request
     bodies hold the natural message and exactly three literal time steps, never a command line."""

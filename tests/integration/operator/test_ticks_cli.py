@@ -88,6 +88,24 @@ def test_a_fast_tick_without_a_goal_refuses_and_exits_0(tmp_path: Path) -> None:
     assert "trajectory alone" in row.error
 
 
+@pytest.mark.parametrize("counted", [True, False])
+def test_a_fast_tick_row_records_the_server_token_counts_or_says_they_are_estimates(
+    tmp_path: Path, counted: bool
+) -> None:
+    """The row carries the tokens the server counted; from a server that counts nothing it carries
+    an estimate marked `tokens_estimated=True`, never a guess passed off as a count."""
+    with OpenAIServer(default=Reply(content=NOTE, usage=(321, 12), report_usage=counted)) as server:
+        env = cli_env(tmp_path, model_config(server))
+        assert tickloop(env, "operator", "init", "--goal", "g").returncode == 0
+        run = tickloop(env, "operator", "tick", "fast")
+        assert run.returncode == 0, run.stderr
+    with store_of(tmp_path) as store:
+        [row] = store.recent_progress("default")
+    assert row.outcome is Outcome.STAGED
+    assert ("tokens_in=321 tokens_out=12" in row.detail) is counted
+    assert ("tokens_estimated=True" in row.detail) is not counted
+
+
 def injected_mail() -> bytes:
     msg = EmailMessage()
     msg["From"] = "Mallory <m@evil.example>"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -37,6 +38,26 @@ def test_a_closed_session_reopens_with_its_turns_terminals_and_usage(tmp_path: P
     assert again.view().time_steps == 1
     assert again.view().latest_terminal is TerminalStatus.ERROR
     assert again.recovered == []
+    again.close()
+
+
+def test_a_completed_turn_without_usage_says_the_model_reported_none(tmp_path: Path) -> None:
+    """The session file says `usageReported: false` for a turn the model finished without token
+    counts, and says nothing about usage for a turn that never finished (interrupted, error)."""
+    session = open_session(tmp_path, "quiet", clock=FakeClock())
+    for status in (TerminalStatus.COMPLETED, TerminalStatus.INTERRUPTED, TerminalStatus.ERROR):
+        session.start_turn(user(str(status)))
+        session.end_turn(status)
+    session.close()
+    lines = [json.loads(line) for line in session_path(tmp_path, "quiet").read_text().splitlines()]
+    terminals = [r for r in lines if r["type"] == "terminal"]
+    assert [(r["status"], r.get("usageReported"), r.get("usage")) for r in terminals] == [
+        ("completed", False, None),
+        ("interrupted", None, None),
+        ("error", None, None),
+    ]
+    again = open_session(tmp_path, "quiet")
+    assert [t.terminal.usage for t in again.turns if t.terminal is not None] == [None, None, None]
     again.close()
 
 

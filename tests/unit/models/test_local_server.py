@@ -13,13 +13,24 @@ from tickloop.models import local_server
 
 
 def test_the_server_command_is_the_tested_llama_cpp_command_line() -> None:
-    """serve-local runs exactly the command line known to work here (issue 9), on 127.0.0.1."""
-    command = local_server.server_command(Path("/m/model.gguf"), 8123, python="py")
+    """serve-local runs exactly the command line known to work here (issue 9), on 127.0.0.1, with
+    SmolLM2's plain chatml template (the function-calling one HTML-escapes every message) and
+    requests queued rather than interrupting a streaming answer."""
+    command = local_server.server_command(Path("/m/model.gguf"), 8123, threads=3, python="py")
     assert command == [
         "py", "-m", "llama_cpp.server", "--model", "/m/model.gguf", "--host", "127.0.0.1",
-        "--port", "8123", "--n_ctx", "4096", "--n_threads", "2", "--model_alias", "smollm2",
-        "--chat_format", "chatml-function-calling",
+        "--port", "8123", "--n_ctx", "4096", "--n_threads", "3", "--model_alias", "smollm2",
+        "--chat_format", "chatml", "--interrupt_requests", "false",
     ]  # fmt: skip
+
+
+def test_the_server_leaves_one_cpu_to_its_clients(monkeypatch: pytest.MonkeyPatch) -> None:
+    """By default llama.cpp gets one thread fewer than the CPUs available (at least one), so the
+    client and the next tick never stall the model's threads."""
+    for cpus, threads in ((1, 1), (2, 1), (8, 7)):
+        monkeypatch.setattr(local_server.os, "sched_getaffinity", lambda _pid, n=cpus: set(range(n)))
+        assert local_server.default_threads() == threads
+        assert local_server.server_command(Path("/m"), 1, python="py")[12] == str(threads)
 
 
 def test_serve_local_without_the_model_package_names_the_install_step(

@@ -3,7 +3,8 @@
 Fail closed: a provider error, or an answer that is not exactly the schema, gives no value and an
 error naming why; nothing is repaired or guessed. Whatever happens, ``extra`` carries what the
 progress row records: the prompt's sha256, the model's name and the tokens in and out (as the
-provider reported them, or estimated as UTF-8 bytes / 4 when it did not).
+provider reported them, or estimated as UTF-8 bytes / 4 when it did not, and then the row says
+``tokens_estimated=True``: a guess is never passed off as a count).
 """
 
 from __future__ import annotations
@@ -46,8 +47,12 @@ def ask(
     except ModelError as exc:
         return Asked(None, f"model call failed: {exc.message}", extra, text)
     usage = completion.usage
-    extra["tokens_in"] = usage.input_tokens if usage else sum(estimated_tokens(m.content) for m in messages)
-    extra["tokens_out"] = usage.output_tokens if usage else estimated_tokens(completion.text)
+    if usage is not None:
+        extra["tokens_in"], extra["tokens_out"] = usage.input_tokens, usage.output_tokens
+    else:
+        extra["tokens_in"] = sum(estimated_tokens(m.content) for m in messages)
+        extra["tokens_out"] = estimated_tokens(completion.text)
+        extra["tokens_estimated"] = True
     try:
         value = decode_structured(completion.text, type_)
     except ValidationError as exc:
