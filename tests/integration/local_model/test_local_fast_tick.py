@@ -148,9 +148,11 @@ def test_twenty_fast_ticks_on_the_local_model_each_leave_one_row_and_only_valid_
         ticks = run_fast_ticks(tick_env(tmp_path / "ticks", served.base_url, "json_object_schema"), GOALS)
         without = measuring.result(timeout=len(GOALS) * 60)
     check_ticks(ticks)
+    invalid = [f"{r.profile}: {r.error}" for r in ticks.rows if r.error.startswith(INVALID)]
     summary = (
         f"schema-valid ActionIntentOut JSON over {len(GOALS)} varied goals: with the grammar "
         f"{ticks.valid_json()}/{len(GOALS)} (fast ticks), without {without}"
+        + "".join(f"\n  {line}" for line in invalid)
     )
     print(f"\n{summary}")
     record_property("valid_json_with_grammar", ticks.valid_json() / len(GOALS))
