@@ -106,7 +106,8 @@ class Agent:
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start the plugins, then the turn worker."""
+        """Keep the model's connection for the session, start the plugins, then the turn worker."""
+        self.model.keep_connections()
         for plugin in self.plugins:
             plugin.start(PluginHost(self, plugin))
         self._worker = asyncio.create_task(self._run(), name="tickloop-agent")
@@ -119,7 +120,8 @@ class Agent:
             self.notify_changed()
 
     async def close(self) -> None:
-        """Interrupt an active turn, dispose the plugins, stop the worker, close the session."""
+        """Interrupt an active turn, dispose the plugins, stop the worker, close the model's kept
+        connections and the session."""
         if self._closed:
             return
         self._closed = True
@@ -133,7 +135,10 @@ class Agent:
             self._worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._worker
-        self.session.close()
+        try:
+            await self.model.aclose()
+        finally:
+            self.session.close()
 
     # -- input ---------------------------------------------------------------------------------
 

@@ -79,3 +79,12 @@ class ChatModel(Protocol):
     ) -> Completion:
         """One whole answer; with ``json_schema`` the provider asks for (not trusts) that shape."""
         ...
+
+    def keep_connections(self) -> None:
+        """Reuse connections between calls until ``aclose()``: what a chat session asks, so that its
+        turns and time steps do not each connect anew. One-shot callers need not call it."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the connections kept so far; the model stays usable (a later call connects anew)."""
+        ...

@@ -68,6 +68,12 @@ class OfflineModel:
             text = self._answer(messages)
         return Completion(text=text, usage=_usage(messages, text), model=self.name)
 
+    def keep_connections(self) -> None:
+        """Nothing to keep: the offline model has no connection."""
+
+    async def aclose(self) -> None:
+        """Nothing to close."""
+
 
 def _usage(messages: Sequence[ChatMessage], text: str) -> Usage:
     """Deterministic stand-in counts: UTF-8 bytes / 4, as the context-packet estimate uses."""

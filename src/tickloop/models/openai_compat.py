@@ -43,6 +43,11 @@ ResponseFormat = Literal["json_schema", "json_object_schema", "json_object", "no
 #: instead would make the SDK read ``OPENAI_API_KEY`` and send a real OpenAI key to that server.
 NO_KEY = "no-key-required"
 
+#: seconds an idle kept connection is reused for. Below the 5 s after which uvicorn (llama-cpp-python,
+#: vLLM) and llama.cpp's server close an idle connection, so a request is never sent on a connection
+#: the server is closing at that moment (no retry would save that turn: max_retries is 0).
+KEEPALIVE_EXPIRY_S = 4.0
+
 _SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]")
 _KEYLIKE = re.compile(r"\b(sk|key|token)-[A-Za-z0-9_\-]{8,}")
 
@@ -51,7 +56,8 @@ class OpenAICompatModel:
     """A ``ChatModel`` for one OpenAI-compatible endpoint.
 
     ``keep_alive`` (default: remote hosts only) keeps idle connections between calls; await
-    ``aclose()`` when done with such a model to close them.
+    ``aclose()`` when done with such a model to close them. ``keep_connections()`` turns it on
+    later: a chat session does, for its lifetime, whatever the host.
     ``timeout_s`` bounds every wait on the server (connecting, the response headers and each read
     while streaming), so a stalled stream fails within it; a long answer that keeps streaming is
     never cut off. ``connect_timeout_s`` (default ``min(timeout_s, 10)``) bounds the TCP connect.
@@ -91,6 +97,7 @@ class OpenAICompatModel:
         self._api_key = api_key or NO_KEY
         self._client: AsyncOpenAI | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._client_keeps_alive = False
 
     def __repr__(self) -> str:  # the key stays out of reprs, logs and tracebacks
         return f"OpenAICompatModel(name={self.name!r}, base_url={self.base_url!r}, model={self.model!r})"
@@ -163,8 +170,14 @@ class OpenAICompatModel:
         except Exception as exc:  # noqa: BLE001  (reachability check: every failure is an answer)
             raise self._error(exc, mid_stream=False) from None
 
+    def keep_connections(self) -> None:
+        """Reuse connections between calls, on loopback too, until ``aclose()`` (a chat session's
+        lifetime). On loopback a fresh connection costs ~1.3 ms before each first token (anyio
+        resolves even an IP address in a worker thread); remote hosts add a TLS handshake."""
+        self.keep_alive = True
+
     async def aclose(self) -> None:
-        """Close the connection pool (optional: a process that exits needs not)."""
+        """Close the connection pool (optional: a process that exits needs not); the model stays usable."""
         if self._client is not None:
             await self._client.close()
             self._client = None
@@ -174,9 +187,13 @@ class OpenAICompatModel:
     def _get_client(self) -> AsyncOpenAI:
         """One client (and connection pool) per event loop: pooled connections belong to a loop."""
         loop = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not loop:
+        # A client built without keep-alive holds no idle connection, so replacing it (after
+        # ``keep_connections()``) leaves nothing open behind.
+        stale = self._client_loop is not loop or self._client_keeps_alive != self.keep_alive
+        if self._client is None or stale:
             self._client = self._new_client()
             self._client_loop = loop
+            self._client_keeps_alive = self.keep_alive
         return self._client
 
     def _new_client(self) -> AsyncOpenAI:
@@ -188,7 +205,9 @@ class OpenAICompatModel:
         # connections are kept only when ``keep_alive`` (see __init__), since an idle socket outlives
         # the caller's event loop unless ``aclose()`` is awaited.
         idle = 20 if self.keep_alive else 0
-        limits = httpx2.Limits(max_connections=100, max_keepalive_connections=idle)
+        limits = httpx2.Limits(
+            max_connections=100, max_keepalive_connections=idle, keepalive_expiry=KEEPALIVE_EXPIRY_S
+        )
         client = AsyncOpenAI(
             api_key=self._api_key,
             base_url=self.base_url,

@@ -148,6 +148,9 @@ class _State:
     stop: threading.Event = field(default_factory=threading.Event)
     client_closed: threading.Event = field(default_factory=threading.Event)
     client_closed_count: int = 0
+    #: connections accepted and not yet ended (a kept-alive connection stays open between requests)
+    open_connections: int = 0
+    connections_changed: threading.Condition = field(default_factory=threading.Condition)
 
     def next_reply(self) -> Reply:
         with self.lock:
@@ -159,6 +162,11 @@ class _State:
             if self.record_path is not None and request.body is not None:
                 with self.record_path.open("a", encoding="utf-8") as handle:
                     handle.write(json.dumps(request.body, sort_keys=True) + "\n")
+
+    def note_connection(self, delta: int) -> None:
+        with self.connections_changed:
+            self.open_connections += delta
+            self.connections_changed.notify_all()
 
     def note_client_closed(self) -> None:
         with self.lock:
@@ -179,8 +187,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def handle(self) -> None:
         # The client going away between requests is what the fault scripts provoke: not an error.
-        with contextlib.suppress(ConnectionResetError, BrokenPipeError):
-            super().handle()
+        self.server.state.note_connection(+1)
+        try:
+            with contextlib.suppress(ConnectionResetError, BrokenPipeError):
+                super().handle()
+        finally:
+            self.server.state.note_connection(-1)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002  (stdlib signature)
         """Quiet: tests assert on recorded requests, not on stderr."""
@@ -433,6 +445,17 @@ class OpenAIServer:
     def client_closed_count(self) -> int:
         """How many streams the client closed before the server finished writing them."""
         return self._state.client_closed_count
+
+    @property
+    def open_connections(self) -> int:
+        """Connections accepted and not ended yet (kept-alive ones stay open between requests)."""
+        return self._state.open_connections
+
+    def wait_connections_closed(self, timeout: float) -> bool:
+        """Wait until no client connection is open (the client closed its pool); True if so."""
+        state = self._state
+        with state.connections_changed:
+            return state.connections_changed.wait_for(lambda: state.open_connections == 0, timeout)
 
     def wait_client_closed(self, timeout: float) -> bool:
         """Wait until a client closes a stream early (writing the next chunk fails); True if it did."""

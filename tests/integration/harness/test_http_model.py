@@ -161,3 +161,25 @@ def test_chat_process_sends_only_natural_messages_and_literal_time_steps(tmp_pat
     )
     assert verify.returncode == 0, verify.stdout
     assert "3 time steps enqueued" in verify.stdout
+
+
+async def test_a_chat_session_keeps_one_connection_and_closes_it_at_the_end(tmp_path: Path) -> None:
+    """A chat session sends its natural turn and its time steps over one kept connection (a loopback
+    model otherwise connects anew per call), and closing the session closes that connection."""
+    with OpenAIServer(default=Reply.text("ok", chunks=2)) as server:
+        options = TickOptions.from_mapping({"delayMs": 0, "auditDir": str(tmp_path / "audit")})
+        agent = open_chat_agent(
+            model_for(server), sessions_dir=tmp_path / "sessions", session_id="k", tick=options
+        )
+        await agent.start()
+        try:
+            for line in ["hello", "/tick 2"]:
+                agent.submit(line)
+                async with asyncio.timeout(WAIT):
+                    await agent.wait_idle()
+            assert len(server.bodies()) == 3
+            assert len({r.client_port for r in server.requests}) == 1
+            assert server.open_connections == 1
+        finally:
+            await agent.close()
+        assert await asyncio.to_thread(server.wait_connections_closed, WAIT)

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
-from tickloop.models import ChatMessage, Finished, OpenAICompatModel, TextDelta, Usage, schema_for
+from tickloop.models import (
+    ChatMessage,
+    Finished,
+    OpenAICompatModel,
+    TextDelta,
+    Usage,
+    openai_compat,
+    schema_for,
+)
 from tickloop.operator.schemas import ActionIntentOut
 from tickloop.testing.openai_server import MODEL_ID, OpenAIServer, Reply
 
@@ -172,6 +181,41 @@ async def test_keep_alive_reuses_one_connection_until_aclose(server: OpenAIServe
     for _ in range(3):
         assert (await model.complete(HELLO)).text
     assert len({r.client_port for r in server.requests}) == 1
+    await model.aclose()
+
+
+async def test_keep_connections_reuses_a_loopback_connection_until_aclose(server: OpenAIServer) -> None:
+    """keep_connections() (what a chat session asks) makes even a loopback model reuse one
+    connection; aclose() closes it, and the model still answers afterwards on a new one."""
+    model = OpenAICompatModel("k", base_url=server.base_url, model=MODEL_ID)
+    await model.complete(HELLO)  # a client built before the switch holds no idle connection
+    model.keep_connections()
+    for _ in range(3):
+        assert (await model.complete(HELLO)).text
+    ports = [r.client_port for r in server.requests]
+    assert len(set(ports[1:])) == 1
+    assert ports[0] != ports[1]
+    await model.aclose()
+    assert await asyncio.to_thread(server.wait_connections_closed, 5.0)
+    assert (await model.complete(HELLO)).text
+    assert server.requests[-1].client_port not in ports
+    await model.aclose()
+
+
+async def test_a_kept_connection_idle_past_the_expiry_is_not_reused(
+    server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection idle longer than KEEPALIVE_EXPIRY_S (4 s, under the servers' 5 s) is dropped,
+    so a call is never sent on one the server may be closing at that moment."""
+    monkeypatch.setattr(openai_compat, "KEEPALIVE_EXPIRY_S", 0.2)
+    model = OpenAICompatModel("k", base_url=server.base_url, model=MODEL_ID)
+    model.keep_connections()
+    await model.complete(HELLO)
+    await model.complete(HELLO)
+    await asyncio.sleep(0.5)
+    await model.complete(HELLO)
+    first, second, third = (r.client_port for r in server.requests)
+    assert first == second != third
     await model.aclose()
 
 
