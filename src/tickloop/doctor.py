@@ -134,12 +134,12 @@ def _profile(store: Store, name: str, timezone: str, now: datetime) -> Finding:
 
 
 def _model(settings: Settings, env: Mapping[str, str]) -> list[Finding]:
-    from tickloop.models.base import ChatMessage  # noqa: PLC0415
+    from tickloop.models.base import ChatMessage, complete_once  # noqa: PLC0415
     from tickloop.models.registry import get_model  # noqa: PLC0415
 
     def check() -> Finding:
         model = get_model(settings.model.name, settings, env)
-        answer = asyncio.run(model.complete([ChatMessage("user", "Reply with the word: ok")]))
+        answer = asyncio.run(complete_once(model, [ChatMessage("user", "Reply with the word: ok")]))
         return Finding(
             f"model {settings.model.name}", ok=True, detail=f"answered {answer.text[:40]!r} ({model.label})"
         )

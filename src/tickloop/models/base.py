@@ -88,3 +88,14 @@ class ChatModel(Protocol):
     async def aclose(self) -> None:
         """Close the connections kept so far; the model stays usable (a later call connects anew)."""
         ...
+
+
+async def complete_once(
+    model: ChatModel, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, Any] | None = None
+) -> Completion:
+    """``model.complete`` for a caller that runs each call in its own event loop (``asyncio.run``, as
+    a tick does): the model's connections are closed before that loop ends, so none outlives it."""
+    try:
+        return await model.complete(messages, json_schema=json_schema)
+    finally:
+        await model.aclose()

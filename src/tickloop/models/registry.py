@@ -146,6 +146,8 @@ async def check_model(
         ids: list[str] = await list_ids(timeout_s)
     except ModelError as exc:
         return Reachability(info.name, False, exc.message)
+    finally:
+        await model.aclose()  # the check runs in its own event loop; leave no connection behind it
     served = "serves it" if info.model in ids else f"does not list {info.model!r}"
     return Reachability(info.name, True, f"reachable, {served} ({len(ids)} models)")
 

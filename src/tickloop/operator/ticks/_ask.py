@@ -15,7 +15,7 @@ from typing import Generic, TypeVar
 import msgspec
 
 from tickloop.errors import ModelError, ValidationError
-from tickloop.models.base import ChatMessage
+from tickloop.models.base import ChatMessage, complete_once
 from tickloop.models.structured import decode_structured, schema_for
 from tickloop.operator.context import ContextPacket, estimated_tokens, user_message
 from tickloop.operator.prompts import load_prompt
@@ -43,7 +43,7 @@ def ask(
     model = ctx.model()
     extra: dict[str, object] = {"prompt": prompt.sha256, "model": model.name}
     try:
-        completion = asyncio.run(model.complete(messages, json_schema=schema_for(type_)))
+        completion = asyncio.run(complete_once(model, messages, json_schema=schema_for(type_)))
     except ModelError as exc:
         return Asked(None, f"model call failed: {exc.message}", extra, text)
     usage = completion.usage
