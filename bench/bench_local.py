@@ -161,8 +161,10 @@ async def _ours(model: OpenAICompatModel, messages: list[ChatMessage]) -> Sample
     return first, time.perf_counter() - started, chunks
 
 
+#: the provider as a chat session uses it (a kept connection), and connecting per call (a one-shot tick)
+SESSION, ONE_SHOT = "tickloop", "tickloop, a connection per call"
 #: the clients compared, in their order of the first round
-_CLIENTS = ("curl", "tickloop", "tickloop, a connection per call")
+_CLIENTS = ("curl", SESSION, ONE_SHOT)
 
 
 async def _rounds(
@@ -177,13 +179,14 @@ async def _rounds(
         for _ in range(2)
     )
     session.keep_connections()  # what the Agent does for its session
-    models = {"tickloop": session, "tickloop, a connection per call": one_shot}
+    models = {SESSION: session, ONE_SHOT: one_shot}
     samples: dict[str, list[Sample]] = {name: [] for name in _CLIENTS}
     with tempfile.TemporaryDirectory() as folder:
         body_file, trace_file = Path(folder) / "body.json", Path(folder) / "trace.txt"
         command = _curl_command(base_url, body_file, trace_file)
         for round_ in range(-1, rounds):  # round -1 warms up: imports, clients, the server's cache
-            order = _CLIENTS[round_ % 3 :] + _CLIENTS[: round_ % 3]
+            turn = round_ % len(_CLIENTS)
+            order = _CLIENTS[turn:] + _CLIENTS[:turn]
             for position, name in enumerate(order):
                 messages = request(round_ * len(_CLIENTS) + position)
                 if name == "curl":
@@ -208,20 +211,22 @@ def _streaming(base_url: str, step_rounds: int, floor_rounds: int, speed_rounds:
         "rotated order, medians; curl timed by its --trace-time from its connect, tickloop from the call "
         "to stream(); `tickloop` keeps its connection as a chat session does"
     )
-    first = {k: statistics.median(s[0] for s in v) * 1000 for k, v in steps.items()}
-    least = {k: statistics.median(s[0] for s in v) * 1000 for k, v in floor.items()}
+    first, least = _first_token_ms(steps), _first_token_ms(floor)
     speed = {k: statistics.median(s[2] / s[1] for s in v) for k, v in speeds.items()}
-    one_shot = "tickloop, a connection per call"
-    report("local model: time to first token, a time step", first["tickloop"], first["curl"], unit="ms",
+    report("local model: time to first token, a time step", first[SESSION], first["curl"], unit="ms",
            target="<= 1.2")  # fmt: skip
-    report("  the same, connecting per call (one-shot)", first[one_shot], first["curl"], unit="ms")
-    report("  floor: cached prompt, one token", least["tickloop"], least["curl"], unit="ms")
-    report("  floor, connecting per call", least[one_shot], least["curl"], unit="ms")
+    report("  the same, connecting per call (one-shot)", first[ONE_SHOT], first["curl"], unit="ms")
+    report("  floor: cached prompt, one token", least[SESSION], least["curl"], unit="ms")
+    report("  floor, connecting per call", least[ONE_SHOT], least["curl"], unit="ms")
     print(
-        f"{'':<48} our client's own cost: {least['tickloop'] - least['curl']:+.2f} ms per call on a kept "
-        f"connection, {least[one_shot] - least['curl']:+.2f} ms connecting per call"
+        f"{'':<48} our client's own cost: {least[SESSION] - least['curl']:+.2f} ms per call on a kept "
+        f"connection, {least[ONE_SHOT] - least['curl']:+.2f} ms connecting per call"
     )
-    report("local model: tokens per second", speed["tickloop"], speed["curl"], unit="/s", target=">= 0.9")
+    report("local model: tokens per second", speed[SESSION], speed["curl"], unit="/s", target=">= 0.9")
+
+
+def _first_token_ms(samples: dict[str, list[Sample]]) -> dict[str, float]:
+    return {client: statistics.median(s[0] for s in taken) * 1000 for client, taken in samples.items()}
 
 
 def _cpu_of(script: str, base_url: str) -> tuple[float, float]:

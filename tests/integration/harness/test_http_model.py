@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tickloop.audit import read_ledger, session_file_name, verify_file
-from tickloop.harness import TickOptions, open_chat_agent
+from tickloop.harness import Agent, TickOptions, open_chat_agent
 from tickloop.models.openai_compat import OpenAICompatModel
 from tickloop.protocol.policy import DEFAULT_POLICY_TEXT
 from tickloop.testing.openai_server import OpenAIServer, Reply
@@ -24,18 +24,28 @@ def model_for(server: OpenAIServer, *, timeout_s: float = 2.0) -> OpenAICompatMo
     return OpenAICompatModel("test", base_url=server.base_url, model="tickloop-test", timeout_s=timeout_s)
 
 
-async def run_chat(tmp_path: Path, server: OpenAIServer, lines: list[str]) -> list[dict[str, object]]:
-    """Drive a chat on files against ``server``; return its (verified) ledger records."""
+def chat_agent(tmp_path: Path, server: OpenAIServer) -> Agent:
+    """A chat on files (session ``h``, its ledger under ``audit``) against ``server``."""
     options = TickOptions.from_mapping({"delayMs": 0, "auditDir": str(tmp_path / "audit")})
-    agent = open_chat_agent(
+    return open_chat_agent(
         model_for(server), sessions_dir=tmp_path / "sessions", session_id="h", tick=options
     )
+
+
+async def feed(agent: Agent, lines: list[str]) -> None:
+    """Submit each line once the agent is idle again, as a scripted chat does."""
+    for line in lines:
+        agent.submit(line)
+        async with asyncio.timeout(WAIT):
+            await agent.wait_idle()
+
+
+async def run_chat(tmp_path: Path, server: OpenAIServer, lines: list[str]) -> list[dict[str, object]]:
+    """Drive a chat on files against ``server``; return its (verified) ledger records."""
+    agent = chat_agent(tmp_path, server)
     await agent.start()
     try:
-        for line in lines:
-            agent.submit(line)
-            async with asyncio.timeout(WAIT):
-                await agent.wait_idle()
+        await feed(agent, lines)
     finally:
         await agent.close()
     path = tmp_path / "audit" / session_file_name("h")
@@ -167,16 +177,10 @@ async def test_a_chat_session_keeps_one_connection_and_closes_it_at_the_end(tmp_
     """A chat session sends its natural turn and its time steps over one kept connection (a loopback
     model otherwise connects anew per call), and closing the session closes that connection."""
     with OpenAIServer(default=Reply.text("ok", chunks=2)) as server:
-        options = TickOptions.from_mapping({"delayMs": 0, "auditDir": str(tmp_path / "audit")})
-        agent = open_chat_agent(
-            model_for(server), sessions_dir=tmp_path / "sessions", session_id="k", tick=options
-        )
+        agent = chat_agent(tmp_path, server)
         await agent.start()
         try:
-            for line in ["hello", "/tick 2"]:
-                agent.submit(line)
-                async with asyncio.timeout(WAIT):
-                    await agent.wait_idle()
+            await feed(agent, ["hello", "/tick 2"])
             assert len(server.bodies()) == 3
             assert len({r.client_port for r in server.requests}) == 1
             assert server.open_connections == 1
