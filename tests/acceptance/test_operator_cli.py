@@ -71,30 +71,37 @@ def test_task_intent_and_approval_flow(cli: Cli) -> None:
     assert [(t["title"], t["status"]) for t in board["tasks"]] == [("Draft post", "blocked")]
     intent = cli.json(
         "intents", "add", "--profile", "me", "--type", "email", "--title", "Hi",
-        "--recipient", "a@example.org", "--payload", '{"body": "hello"}', "--tier", "external",
+        "--recipient", "a@example.org", "--payload", '{"body": "hello"}',
     )  # fmt: skip
+    # The gate stamps it at once; the tier is the email handler's, not the person's say-so.
     assert (intent["status"], intent["tier"], intent["payload"]) == (
-        "proposed",
+        "requires_approval",
         "external",
         {"body": "hello"},
     )
-    listed = cli.json("intents", "--profile", "me", "--status", "proposed")
+    assert intent["origin"] == {"tick_kind": "cli", "tainted": False}
+    assert any(r.startswith("gate.external_or_irreversible") for r in intent["verdict_reasons"])
+    listed = cli.json("intents", "--profile", "me", "--status", "requires_approval")
     assert [i["id"] for i in listed] == [intent["id"]]
-    assert cli.json("intents", "--profile", "me", "--status", "approved") == []
+    assert cli.json("intents", "--profile", "me", "--status", "proposed") == []
 
 
-def test_approve_and_deny_need_an_intent_awaiting_approval(cli: Cli, tmp_path: Path) -> None:
-    """Approving a staged but ungated intent exits 2 and says why; after the gate it works once."""
-    intent = cli.json("intents", "add", "--profile", "me", "--type", "note", "--title", "n")
-    assert "requires_approval" in cli.fails("approve", str(intent["id"]), "--profile", "me")
-    # The gate is another issue: stand in for it through the library, as the gate will.
-    code = (
-        "from datetime import UTC, datetime; "
-        "from tickloop.operator.service import open_configured_store; "
-        "from tickloop.operator.domain import Verdict; s = open_configured_store(); "
-        f"s.record_verdict('me', {intent['id']}, Verdict.REQUIRES_APPROVAL, ['money'], now=datetime.now(UTC))"
-    )
-    subprocess.run([sys.executable, "-c", code], env=cli.env, check=True)
+def test_intents_added_by_hand_are_gated_at_once(cli: Cli) -> None:
+    """A reversible note is ready for the executor at once; a blocked type is blocked; neither is approvable."""
+    note = cli.json("intents", "add", "--profile", "me", "--type", "note", "--title", "n")
+    assert (note["status"], note["verdict"]) == ("ready", "allowed")
+    assert "requires_approval" in cli.fails("approve", str(note["id"]), "--profile", "me")
+    wire = cli.json("intents", "add", "--profile", "me", "--type", "wire_transfer", "--title", "w")
+    assert (wire["status"], wire["verdict"]) == ("blocked", "blocked")
+    assert "blocked by the gate" in cli.fails("approve", str(wire["id"]), "--profile", "me")
+
+
+def test_approve_and_deny_an_intent_awaiting_approval(cli: Cli) -> None:
+    """An email staged by hand waits for the person; approving it works once, then deny refuses."""
+    intent = cli.json(
+        "intents", "add", "--profile", "me", "--type", "email", "--title", "Hi", "--recipient", "a@example.org"
+    )  # fmt: skip
+    assert intent["status"] == "requires_approval"
     decision = cli.json("approve", str(intent["id"]), "--profile", "me", "--note", "ok", "--by", "me")
     assert (decision["kind"], decision["note"], decision["by"]) == ("approve", "ok", "me")
     assert "is approved" in cli.fails("deny", str(intent["id"]), "--profile", "me")

@@ -21,7 +21,7 @@ import msgspec
 
 from tickloop.cli.app import LazyGroup
 from tickloop.errors import ValidationError
-from tickloop.operator.domain import DecisionKind, IntentStatus, NewIntent, TaskStatus, Tier
+from tickloop.operator.domain import DecisionKind, IntentStatus, TaskStatus
 from tickloop.operator.store import Store
 from tickloop.operator.store._rows import iso as utc_iso
 
@@ -400,12 +400,14 @@ def intents(ctx: click.Context, *, profile: str, status: str | None, limit: int,
 @click.option("--title", required=True)
 @click.option("--recipient", default="")
 @click.option("--payload", default="{}", help="JSON object.")
-@click.option("--tier", type=click.Choice([t.value for t in Tier]), default=Tier.REVERSIBLE.value)
 @json_option
 def intents_add(
-    *, profile: str, action_type: str, title: str, recipient: str, payload: str, tier: str, as_json: bool
+    *, profile: str, action_type: str, title: str, recipient: str, payload: str, as_json: bool
 ) -> None:
-    """Stage an action by hand; it starts at proposed and goes through the gate like any other."""
+    """Stage an action by hand. The gate stamps it at once: ready, waiting for your approval, or blocked."""
+    from tickloop.config import load_settings, section  # noqa: PLC0415
+    from tickloop.operator import gate, staging  # noqa: PLC0415
+
     try:
         data = json.loads(payload)
     except ValueError as exc:
@@ -414,13 +416,16 @@ def intents_add(
         raise ValidationError("--payload must be a JSON object")
     if not action_type.strip() or not title.strip():
         raise ValidationError("--type and --title must not be empty")
-    new = NewIntent(action_type, title, recipient=recipient, payload=data, tier=Tier(tier))
+    settings = section(load_settings(), "gate", gate.GateSettings)
+    draft = staging.Draft(
+        action_type=action_type, title=title, recipient=recipient, payload=data, origin=staging.ORIGIN_CLI
+    )
     with _profile_store(profile) as store:
-        made = store.stage_intent(profile, new, now=_now())
+        made, stamp = staging.stage(store, profile, draft, settings, now=_now())
     if as_json:
         _emit_json(made)
     else:
-        click.echo(f"intent {made.id} staged ({made.status})")
+        click.echo(f"intent {made.id} staged: {made.status} ({'; '.join(stamp.reasons)})")
 
 
 def _decide(

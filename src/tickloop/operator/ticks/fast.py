@@ -24,20 +24,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from tickloop.config import section
-from tickloop.operator import candidates, drift, gate
+from tickloop.operator import candidates, drift, gate, staging
 from tickloop.operator.context import ContextPacket
 from tickloop.operator.domain import (
     GoalModel,
-    IntentOrigin,
     IntentStatus,
-    NewIntent,
     Outcome,
     PlanStep,
     StepStatus,
-    Tier,
     Verdict,
 )
-from tickloop.operator.handlers.registry import handler_for
 from tickloop.operator.runner import TickContext, TickResult
 from tickloop.operator.schemas import ActionIntentOut, CritiqueOut, check_critique
 from tickloop.operator.ticks._ask import ask
@@ -145,25 +141,25 @@ def build_packet(
 def decide(
     ctx: TickContext, out: ActionIntentOut, step: PlanStep | None, *, tried: list[str], tainted: bool
 ) -> TickResult:
-    """Drift guard, then the gate; the intent is recorded on every path with its stamp."""
+    """Drift guard, then the gate, through the one staging path; the intent is recorded on every path."""
     store, profile, now = ctx.store, ctx.profile, ctx.clock.now()
-    spec = handler_for(out.action_type)
-    intent = _new_intent(out, step, None if spec is None else spec.tier, tainted=tainted)
+    draft = staging.Draft(
+        action_type=out.action_type,
+        title=out.title,
+        recipient=out.recipient,
+        payload=_payload(out, step),
+        origin=staging.ORIGIN_FAST,
+        tainted=tainted,
+    )
+    settings = section(ctx.settings, "gate", gate.GateSettings)
     key = drift.normalise(out.action_type, out.title, out.recipient)
     sanctioned = bool(ctx.options.get("sanctioned_retry", False))
     if drift.is_repeat(key, tried, sanctioned_retry=sanctioned):
-        made = store.stage_intent(profile, intent, now=now)
-        store.record_verdict(
-            profile, made.id, Verdict.BLOCKED, [f"drift.repeat: {key!r} already failed"], now=now
-        )
+        blocked = (Verdict.BLOCKED, [f"drift.repeat: {key!r} already failed"])
+        made = staging.stage(store, profile, draft, settings, now=now, preset=blocked).intent
         return TickResult(Outcome.BLOCKED, detail=f"drift guard: repeat of {key!r}", intent_id=made.id)
-    settings = section(ctx.settings, "gate", gate.GateSettings)
-    proposal = gate.Proposal(out.action_type, None if spec is None else spec.tier, tainted, intent.payload)
-    stamp = gate.judge(proposal, settings)
-    made = store.stage_intent(profile, intent, now=now)
-    store.record_verdict(profile, made.id, stamp.verdict, stamp.reasons, now=now)
+    made, stamp = staging.stage(store, profile, draft, settings, now=now)
     if stamp.verdict is Verdict.ALLOWED:
-        store.mark_ready(profile, made.id, now=now)
         if step is not None:
             store.set_step_status(profile, step.id, StepStatus.DONE, now=now)
         return TickResult(Outcome.STAGED, detail=f"intent={made.id} {out.action_type}", intent_id=made.id)
@@ -214,9 +210,7 @@ def after(ctx: TickContext, result: TickResult) -> None:
     )
 
 
-def _new_intent(
-    out: ActionIntentOut, step: PlanStep | None, tier: Tier | None, *, tainted: bool
-) -> NewIntent:
+def _payload(out: ActionIntentOut, step: PlanStep | None) -> dict[str, Any]:
     payload: dict[str, Any] = {"body": out.body, "rationale": out.rationale}
     if out.amount is not None:
         payload["amount"] = out.amount
@@ -224,16 +218,7 @@ def _new_intent(
         payload["vendor"] = out.vendor
     if step is not None:
         payload["step_id"] = step.id
-    return NewIntent(
-        action_type=out.action_type,
-        title=out.title,
-        recipient=out.recipient,
-        payload=payload,
-        # No handler knows the type: store it as external, the cautious tier (the gate already
-        # requires approval for it, and the executor has nothing to run it with).
-        tier=Tier.EXTERNAL if tier is None else tier,
-        origin=IntentOrigin(tick_kind="fast", tainted=tainted),
-    )
+    return payload
 
 
 def _new_since(ctx: TickContext, now: datetime) -> datetime:
