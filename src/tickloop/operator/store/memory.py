@@ -48,7 +48,12 @@ from tickloop.operator.domain import (
 )
 from tickloop.operator.store._rows import dumps
 from tickloop.operator.store.base import EPOCH, OPEN_INTENT_STATUSES, Ending, Store, search_tokens
-from tickloop.operator.store.sqlstore import check_decidable, check_ending, check_finishable, handover_params
+from tickloop.operator.store.sqlops.intents import (
+    check_decidable,
+    check_ending,
+    check_finishable,
+    handover_params,
+)
 
 
 def _checked(**fields: Any) -> None:
