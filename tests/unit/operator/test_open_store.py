@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,13 +14,38 @@ from hypothesis import strategies as st
 import tickloop.operator.store as store_package
 from tickloop.errors import StoreError
 from tickloop.operator.store import default_sqlite_path, open_store, redact_url
-from tickloop.operator.store.memory import MemoryStore
-from tickloop.operator.store.sqlite import SQLiteStore
+from tickloop.operator.store.sqlite import SQLiteMemoryStore, SQLiteStore
+
+NOW = datetime(2026, 7, 7, tzinfo=UTC)
 
 
-def test_memory_url_opens_memory_store() -> None:
-    """`memory://` gives an in-process store."""
-    assert isinstance(open_store("memory://"), MemoryStore)
+def test_memory_url_opens_a_migrated_sqlite_database_in_memory() -> None:
+    """`memory://` is the SQLite backend in memory: the same migrations as a file, and no file."""
+    with open_store("memory://") as store:
+        assert isinstance(store, SQLiteMemoryStore)
+        assert store.schema_version() == 3
+        assert store.url == "memory://"
+
+
+def test_each_memory_store_is_private_and_gone_when_closed() -> None:
+    """Two `memory://` stores share nothing, and closing one frees its data (a new one is empty)."""
+    first, second = open_store("memory://"), open_store("memory://")
+    first.create_profile("p", now=NOW)
+    assert [p.name for p in first.list_profiles()] == ["p"]
+    assert second.list_profiles() == []
+    first.close()
+    second.close()
+    with open_store("memory://") as third:
+        assert third.list_profiles() == []
+
+
+def test_memory_store_keeps_its_data_across_an_abandoned_transaction() -> None:
+    """A signal handler's `abandon_transaction` (a fresh connection) keeps what was committed."""
+    with open_store("memory://") as store:
+        store.create_profile("p", now=NOW)
+        store.abandon_transaction()
+        store.create_profile("q", now=NOW)
+        assert [p.name for p in store.list_profiles()] == ["p", "q"]
 
 
 def test_sqlite_url_names_the_file(tmp_path: Path) -> None:

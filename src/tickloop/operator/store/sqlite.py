@@ -7,6 +7,7 @@ import random
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timedelta
@@ -270,3 +271,28 @@ def _translate(exc: Exception, params: Mapping[str, Any]) -> StoreError | None:
     if isinstance(exc, sqlite3.Error):
         return StoreError(f"SQLite store: {exc}")
     return None
+
+
+class SQLiteMemoryStore(SQLiteStore):
+    """``memory://``: the SQLite backend on an in-memory database private to this store (the same
+    migrations, queries and rules as a file), gone when the store is closed or the process ends.
+
+    The database is a uniquely named shared-cache one (``file:tickloop-<uuid>?mode=memory``), not a
+    bare ``:memory:``, so that ``abandon_transaction``'s fresh connection opens the same data while
+    the old connection is still open. Threads share the one connection under the store's lock, as
+    with a file. No other store can name it: the name is random and the cache is this process's.
+    """
+
+    def __init__(self, *, url: str = "memory://", migrate: bool = True) -> None:
+        self._uri = f"file:tickloop-{uuid.uuid4().hex}?mode=memory&cache=shared"
+        super().__init__(Path(self._uri), url=url, migrate=migrate)
+
+    def _connect(self, path: Path) -> sqlite3.Connection:  # noqa: ARG002  (the URI names the database)
+        try:
+            conn = sqlite3.connect(self._uri, uri=True, isolation_level=None, check_same_thread=False)
+            conn.row_factory = sqlite3.Row
+            # Journal mode, fsync and busy waits mean nothing in memory; foreign keys do.
+            conn.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite store {self.url}: {exc}") from None
+        return conn
