@@ -22,10 +22,10 @@ from pathlib import Path
 from statistics import median
 
 from bench._util import rate, report
+from bench.store_load import T0, run_processes, seed_intents, seed_progress
 from tickloop.operator.domain import IntentStatus, NewIntent, NewPlanStep, Verdict
 from tickloop.operator.store import Store, open_store
 from tickloop.testing.postgres import create_schema, drop_schema, find_server
-from tickloop.testing.store_load import T0, run_processes, seed_intents, seed_progress
 
 
 @contextmanager

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench._util import report
+from bench.store_load import seed_intents, seed_progress
 from tickloop.clock import SystemClock, utc_iso
 from tickloop.config import load_settings
 from tickloop.models.offline import OfflineModel
@@ -37,7 +38,6 @@ from tickloop.operator.offline import answer
 from tickloop.operator.runner import TickContext, run_tick
 from tickloop.operator.store import Store, open_store
 from tickloop.operator.ticks import fast
-from tickloop.testing.store_load import seed_intents, seed_progress
 
 P = "b"
 
