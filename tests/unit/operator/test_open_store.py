@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,13 +41,31 @@ def test_each_memory_store_is_private_and_gone_when_closed() -> None:
         assert third.list_profiles() == []
 
 
-def test_memory_store_keeps_its_data_across_an_abandoned_transaction() -> None:
-    """A signal handler's `abandon_transaction` (a fresh connection) keeps what was committed."""
-    with open_store("memory://") as store:
+@pytest.mark.parametrize("backend", ["memory", "file"])
+def test_an_abandoned_write_left_mid_statement_keeps_the_data_and_the_store_writable(
+    backend: str, tmp_path: Path
+) -> None:
+    """A signal handler's `abandon_transaction`, called while a write's RETURNING rows are unread
+    (SQLite then refuses every COMMIT on that connection), keeps what was committed and lets the last
+    writes through, on `memory://` as on a file."""
+    url = "memory://" if backend == "memory" else f"sqlite://{tmp_path / 's.db'}"
+    with open_store(url) as store:
         store.create_profile("p", now=NOW)
+
+        def interrupted() -> Iterator[None]:  # a frame the signal handler never returns to
+            with store._write() as tx:
+                tx._execute(
+                    "create_profile", {"name": "q", "display_name": "", "timezone": "UTC", "now": NOW}
+                )
+                yield
+
+        frame = interrupted()
+        next(frame)
         store.abandon_transaction()
-        store.create_profile("q", now=NOW)
-        assert [p.name for p in store.list_profiles()] == ["p", "q"]
+        store.create_profile("r", now=NOW)
+        assert [p.name for p in store.list_profiles()] == ["p", "r"]
+        with pytest.raises(sqlite3.OperationalError, match="no transaction"):
+            frame.close()  # only here: the real process exits, and the frame's ROLLBACK never runs
 
 
 def test_sqlite_url_names_the_file(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ import random
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timedelta
@@ -277,19 +276,20 @@ class SQLiteMemoryStore(SQLiteStore):
     """``memory://``: the SQLite backend on an in-memory database private to this store (the same
     migrations, queries and rules as a file), gone when the store is closed or the process ends.
 
-    The database is a uniquely named shared-cache one (``file:tickloop-<uuid>?mode=memory``), not a
-    bare ``:memory:``, so that ``abandon_transaction``'s fresh connection opens the same data while
-    the old connection is still open. Threads share the one connection under the store's lock, as
-    with a file. No other store can name it: the name is random and the cache is this process's.
+    A plain ``:memory:`` database, so no other connection can ever open it. Threads share the one
+    connection under the store's lock, as with a file. ``abandon_transaction``'s fresh connection
+    gets the committed data copied over (``serialize``/``deserialize``): nothing else can reach it.
     """
 
     def __init__(self, *, url: str = "memory://", migrate: bool = True) -> None:
-        self._uri = f"file:tickloop-{uuid.uuid4().hex}?mode=memory&cache=shared"
-        super().__init__(Path(self._uri), url=url, migrate=migrate)
+        super().__init__(Path(":memory:"), url=url, migrate=migrate)
 
-    def _connect(self, path: Path) -> sqlite3.Connection:  # noqa: ARG002  (the URI names the database)
+    def _connect(self, path: Path) -> sqlite3.Connection:  # noqa: ARG002  (always a new :memory:)
         try:
-            conn = sqlite3.connect(self._uri, uri=True, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            old: sqlite3.Connection | None = getattr(self, "_conn", None)
+            if old is not None:  # abandon_transaction: the old connection is rolled back, keep its data
+                conn.deserialize(old.serialize())
             conn.row_factory = sqlite3.Row
             # Journal mode, fsync and busy waits mean nothing in memory; foreign keys do.
             conn.execute("PRAGMA foreign_keys=ON")
