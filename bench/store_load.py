@@ -35,8 +35,21 @@ _INTENT_COLUMNS = (
 _PROGRESS_COLUMNS = "profile, tick_kind, outcome, state_hash, error, detail, started_at, ended_at"
 
 
-def _rows_to_db(url: str, table: str, columns: str, rows: Iterable[tuple[Any, ...]]) -> None:
-    """Insert many rows with one executemany (SQLite) or COPY (PostgreSQL)."""
+def _rows_to_db(
+    url: str, table: str, columns: str, rows: Iterable[tuple[Any, ...]], store: Store | None = None
+) -> None:
+    """Insert many rows with one executemany (SQLite) or COPY (PostgreSQL). A ``memory://`` database
+    is private to its store, so its rows go through that store's connection (``store``)."""
+    if url.startswith("memory://"):
+        if store is None:
+            raise ValueError("seeding a memory:// store needs the store itself (store=...)")
+        marks = ", ".join("?" * (columns.count(",") + 1))
+        with store._lock:  # type: ignore[attr-defined]
+            conn = store._conn  # type: ignore[attr-defined]
+            conn.execute("BEGIN")
+            conn.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
+            conn.execute("COMMIT")
+        return
     if url.startswith("sqlite://"):
         import sqlite3  # noqa: PLC0415
 
@@ -59,7 +72,11 @@ def _rows_to_db(url: str, table: str, columns: str, rows: Iterable[tuple[Any, ..
 
 
 def _time(url: str, moment: datetime) -> Any:
-    return utc_iso(moment) if url.startswith("sqlite://") else moment
+    return utc_iso(moment) if _is_sqlite(url) else moment
+
+
+def _is_sqlite(url: str) -> bool:
+    return url.startswith(("sqlite://", "memory://"))
 
 
 def seed_intents(
@@ -70,11 +87,12 @@ def seed_intents(
     status: IntentStatus = IntentStatus.READY,
     owner: str | None = None,
     action_type: str = "note",
+    store: Store | None = None,
 ) -> None:
     """``n`` intents at ``status``; with ``owner``, claimed by it at T0 + i seconds."""
 
     def rows() -> Iterable[tuple[Any, ...]]:
-        flag = not url.startswith("sqlite://")
+        flag = not _is_sqlite(url)
         for i in range(n):
             claimed = None if owner is None else _time(url, T0 + timedelta(seconds=i))
             yield (
@@ -83,11 +101,16 @@ def seed_intents(
                 _time(url, T0), _time(url, T0),
             )  # fmt: skip
 
-    _rows_to_db(url, "intents", _INTENT_COLUMNS, rows())
+    _rows_to_db(url, "intents", _INTENT_COLUMNS, rows(), store)
 
 
 def seed_progress(
-    url: str, profile: str, n: int, *, kinds: Sequence[str] = ("fast", "observe", "slow")
+    url: str,
+    profile: str,
+    n: int,
+    *,
+    kinds: Sequence[str] = ("fast", "observe", "slow"),
+    store: Store | None = None,
 ) -> None:
     """``n`` progress rows spread over the kinds, one second apart from T0."""
 
@@ -96,7 +119,7 @@ def seed_progress(
             at = _time(url, T0 + timedelta(seconds=i))
             yield (profile, kinds[i % len(kinds)], "noop", f"sha256:{i:x}", "", "", at, at)
 
-    _rows_to_db(url, "progress", _PROGRESS_COLUMNS, rows())
+    _rows_to_db(url, "progress", _PROGRESS_COLUMNS, rows(), store)
 
 
 def seed_fleet(url: str, profiles: int, rows_each: int, *, at: datetime = T0) -> list[str]:
