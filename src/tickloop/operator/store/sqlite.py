@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tickloop.errors import ConflictError, NotFoundError, StoreError
 from tickloop.operator.store._rows import iso
@@ -281,8 +281,24 @@ class SQLiteMemoryStore(SQLiteStore):
     gets the committed data copied over (``serialize``/``deserialize``): nothing else can reach it.
     """
 
+    #: A migrated, empty database, built once per process: a new store copies it (``backup``, about
+    #: 0.1 ms) instead of running every migration again (about 3 ms; tests open thousands of stores).
+    _template: ClassVar[sqlite3.Connection | None] = None
+    _template_lock: ClassVar[threading.Lock] = threading.Lock()
+
     def __init__(self, *, url: str = "memory://", migrate: bool = True) -> None:
-        super().__init__(Path(":memory:"), url=url, migrate=migrate)
+        super().__init__(Path(":memory:"), url=url, migrate=False)
+        if migrate:  # the copy is fully migrated: nothing is left to apply
+            self._conn.deserialize(self._migrated())
+
+    @classmethod
+    def _migrated(cls) -> bytes:
+        with cls._template_lock:
+            if cls._template is None:
+                built = cls(migrate=False)
+                built.migrate()
+                cls._template = built._conn
+            return cls._template.serialize()
 
     def _connect(self, path: Path) -> sqlite3.Connection:  # noqa: ARG002  (always a new :memory:)
         try:
