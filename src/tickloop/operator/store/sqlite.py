@@ -281,8 +281,8 @@ class SQLiteMemoryStore(SQLiteStore):
     gets the committed data copied over (``serialize``/``deserialize``): nothing else can reach it.
     """
 
-    #: A migrated, empty database, built once per process: a new store copies it (``backup``, about
-    #: 0.1 ms) instead of running every migration again (about 3 ms; tests open thousands of stores).
+    #: A migrated, empty database, built once per process: a new store copies it (``deserialize``,
+    #: ~0.1 ms) instead of running every migration again (~3 ms; tests open thousands of stores).
     _template: ClassVar[sqlite3.Connection | None] = None
     _template_lock: ClassVar[threading.Lock] = threading.Lock()
 
