@@ -62,6 +62,7 @@ class _Turn:
     line: int
     plugin: bool
     key: tuple[Any, Any] | None = None  #: (runId, step) from a plugin message's meta
+    of: Any = None  #: the run's requested count, from the same meta
     sha256: str = ""
     nbytes: int = 0
     terminal: str | None = None
@@ -302,7 +303,7 @@ class _Replay:
             if turn.plugin:
                 meta = rec.get("meta")
                 meta = meta if isinstance(meta, dict) else {}
-                turn.key = (meta.get("runId"), meta.get("step"))
+                turn.key, turn.of = (meta.get("runId"), meta.get("step")), meta.get("of")
                 content = rec.get("content")
                 text = "".join(
                     str(part.get("text", ""))
@@ -373,6 +374,12 @@ class _Replay:
                 f"step {step_no} of run {run_id}: the message text "
                 f"({turn.nbytes} bytes, sha256 {turn.sha256[:12]}) "
                 f"is not the run's policy text ({nbytes} bytes, sha256 {str(sha)[:12]})",
+                run,
+            )
+        if turn.of != run.requested:
+            self.transcript_says(
+                turn.line,
+                f"step {step_no} says it is of {turn.of!r}; the run was armed for {run.requested}",
                 run,
             )
         self._terminal(run, step_no, step, turn)
