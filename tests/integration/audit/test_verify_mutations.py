@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -13,8 +14,10 @@ from typing import Any
 import pytest
 
 from tickloop.audit import session_file_name
-from tickloop.harness import tick_ledger, tick_plugin
+from tickloop.harness import Agent, TickOptions, open_chat_agent, tick_ledger, tick_plugin
+from tickloop.models import OfflineModel
 from tickloop.protocol.ledger import RULES, RecordType, canonical, verify
+from tickloop.testing.harness import ManualTimers
 
 TICKLOOP = [sys.executable, "-m", "tickloop.cli"]
 Record = dict[str, Any]
@@ -45,6 +48,59 @@ def real_ledger(tmp_path_factory: pytest.TempPathFactory) -> list[Record]:
     cwd = tmp_path_factory.mktemp("chat")
     script = "hello\n/tick 3\n/tick 0\n/tick 2\nagain\n/tick 2\n/tick stop\n"
     return chat_ledger(cwd, "mut", script, "[tick]\ndelayMs = 0\n[model.offline]\nfailOnCalls = [6]\n")
+
+
+async def _rich_session(tmp: Path) -> Path:
+    """In process, with timers fired by hand: a completed run, a person's message during the delay
+    (cancel.state_changed), /tick stop during the delay, refusals, a provider error on step 2, and a
+    close during the delay (stop.disposed)."""
+    timers = ManualTimers()
+    options = TickOptions.from_mapping({"delayMs": 0, "auditDir": str(tmp / "audit")})
+    model = OfflineModel(fail_on_call=frozenset({6}))
+    agent = open_chat_agent(
+        model, sessions_dir=tmp / "sessions", session_id="rich", tick=options, timers=timers
+    )
+    await agent.start()
+
+    async def settle() -> None:
+        async with asyncio.timeout(10):
+            await agent.wait_for(lambda: not agent.turn_active and not agent.queued)
+
+    async def steps(n: int) -> None:
+        for _ in range(n):
+            timers.fire_next()
+            await settle()
+
+    agent.submit("hello")
+    await settle()
+    agent.submit("/tick 2")
+    await steps(2)
+    agent.submit("/tick 3")
+    agent.submit("something else first")
+    await settle()
+    timers.fire_next()
+    agent.submit("/tick 2")
+    agent.submit("/tick stop")
+    agent.submit("/tick 0")
+    agent.submit("/tick stop")
+    agent.submit("/tick 3")
+    await steps(2)
+    agent.submit("/tick 2")  # refused: the latest turn ended in an error
+    agent.submit("a natural turn again")
+    await settle()
+    agent.submit("/tick 2")
+    await _close(agent)
+    return tmp / "audit" / session_file_name("rich")
+
+
+async def _close(agent: Agent) -> None:
+    await agent.close()
+
+
+@pytest.fixture(scope="module")
+def rich_ledger(tmp_path_factory: pytest.TempPathFactory) -> list[Record]:
+    path = asyncio.run(_rich_session(tmp_path_factory.mktemp("rich")))
+    return [json.loads(line) for line in path.read_bytes().splitlines()]
 
 
 def lines(records: list[Record]) -> list[tuple[int, bytes]]:
@@ -179,7 +235,8 @@ def _only_unobservable(name: str, records: list[Record], mutated: list[Record]) 
     - one non-completed status for another, on a terminal that stopped its run;
     - the requested count of a run that stopped before reaching it;
     - one stop rule for another that can equally end a run after a failed terminal (a crash found on
-      reopen, a token budget, a window check that comes first).
+      reopen, a token budget, a window check that comes first);
+    - any close turned into ``recover.orphaned_run``: a crash can fall between any two records.
     """
     if [canonical(r) for r in records] == [canonical(r) for r in mutated]:
         return True
@@ -191,7 +248,9 @@ def _only_unobservable(name: str, records: list[Record], mutated: list[Record]) 
         return True
     if what == "requested+1" and _closed_by(records, rec["runId"]) == "loop_stopped":
         return True
-    failed_stop = {"rule=next.count_out_of_window", "rule=recover.orphaned_run", "rule=stop.token_budget"}
+    if what == "rule=recover.orphaned_run" and rec["type"] == "loop_stopped":
+        return True
+    failed_stop = {"rule=next.count_out_of_window", "rule=stop.token_budget"}
     return (
         what in failed_stop and rec["type"] == "loop_stopped" and rec["rule"] == "next.terminal_not_completed"
     )
@@ -208,11 +267,26 @@ def _closed_by(records: list[Record], run_id: str) -> str | None:
     )
 
 
-def test_generated_mutations_of_a_real_ledger_are_all_caught(real_ledger: list[Record]) -> None:
+def test_the_rich_ledger_is_clean_and_holds_cancels_and_stops(rich_ledger: list[Record]) -> None:
+    """The in-process session's ledger verifies under --strict and has every cancel and stop it set out to."""
+    assert check(rich_ledger) == []
+    rules = {(r["type"], r.get("rule")) for r in rich_ledger}
+    assert ("tick_cancelled_before_enqueue", "cancel.state_changed") in rules
+    assert ("tick_cancelled_before_enqueue", "stop.user") in rules
+    assert ("tick_cancelled_before_enqueue", "stop.disposed") in rules
+    assert ("command_rejected", "stop.no_active_run") in rules
+    assert ("loop_stopped", "next.terminal_not_completed") in rules
+
+
+@pytest.mark.parametrize("which", ["real", "rich"])
+def test_generated_mutations_of_a_real_ledger_are_all_caught(
+    real_ledger: list[Record], rich_ledger: list[Record], which: str
+) -> None:
     """Drops, duplicates, swaps and field edits of a real chat ledger (seq renumbered, no chain) all fail."""
+    ledger = real_ledger if which == "real" else rich_ledger
     missed, total = [], 0
-    for name, mutated in _mutations(real_ledger):
-        if _only_unobservable(name, real_ledger, mutated):
+    for name, mutated in _mutations(ledger):
+        if _only_unobservable(name, ledger, mutated):
             continue
         total += 1
         if not check(mutated):
