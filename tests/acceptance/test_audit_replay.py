@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ TICKLOOP = [sys.executable, "-m", "tickloop.cli"]
 SLOW_REPLY = " ".join(["word"] * 30)
 
 
-def config(path: Path, *, token_delay_ms: int, delay_ms: int = 5) -> dict[str, str]:
+def config(path: Path, *, token_delay_ms: int, delay_ms: int = 50) -> dict[str, str]:
     path.write_text(
         f"[tick]\ndelayMs = {delay_ms}\nchain = true\n"
         f'[model.offline]\ntokenDelayMs = {token_delay_ms}\nreply = "{SLOW_REPLY}"\n'
@@ -237,19 +238,37 @@ def _status_changed(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return recs
 
 
+def _human_during_delay(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A human turn, appended at the end, whose time falls inside a step's delay (an edited clock)."""
+    armed = [r for r in records(_LEDGER[0]) if r["type"] == "tick_scheduled"][-1]
+    start = datetime.fromisoformat(armed["recordedAt"])
+    due = datetime.fromisoformat(armed["dueAt"])
+    at = (start + (due - start) / 2).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    assert armed["recordedAt"] < at < armed["dueAt"]
+    human = {"type": "message", "turn": 0, "role": "user", "content": [{"type": "text", "text": "psst"}]}
+    done = {"type": "terminal", "turn": 0, "status": "completed", "usageReported": False, "at": at}
+    return _renumber([*recs, {**human, "source": {"kind": "user"}, "at": at}, done])
+
+
 TRANSCRIPT_EDITS = {
     "a plugin message's text edited": (_edited_text, "is not the run's policy text"),
     "a plugin message dropped": (_dropped, "has no plugin message in the transcript"),
     "a human message added between two steps": (_added_human, "came between step 1 and step 2"),
     "a plugin message added": (_added_plugin, "has no tick_enqueued in the ledger"),
     "a terminal's status edited": (_status_changed, "the transcript says turn"),
+    "a human message timed inside a step's delay": (
+        _human_during_delay,
+        "and the ledger enqueued it instead",
+    ),
 }
+_LEDGER: list[Path] = []  #: the crashed session's ledger, for edits that read it
 
 
 @pytest.mark.parametrize("name", sorted(TRANSCRIPT_EDITS))
 def test_each_transcript_edit_is_caught(crashed_session: Path, tmp_path: Path, name: str) -> None:
     """An edited, dropped or added transcript message makes replay exit 1 naming the disagreement."""
     edit, expected = TRANSCRIPT_EDITS[name]
+    _LEDGER[:] = [ledger(crashed_session, "s")]
     copied = _edit_transcript(crashed_session, tmp_path, edit)
     result = replay(tmp_path, "s", copied)
     assert result.returncode == 1, result.stdout

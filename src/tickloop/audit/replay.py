@@ -18,6 +18,7 @@ Both files are read line by line under a size cap; only a few fields per turn ar
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -63,6 +64,7 @@ class _Turn:
     plugin: bool
     key: tuple[Any, Any] | None = None  #: (runId, step) from a plugin message's meta
     of: Any = None  #: the run's requested count, from the same meta
+    at: str = ""  #: when the turn's input message was written
     sha256: str = ""
     nbytes: int = 0
     terminal: str | None = None
@@ -77,6 +79,8 @@ class _Step:
     terminal_line: int = 0
     cancelled_line: int = 0
     cancel_rule: str | None = None
+    scheduled_at: str = ""  #: recordedAt of the step's tick_scheduled
+    due: str = ""  #: its dueAt
 
 
 @dataclass(slots=True)
@@ -86,6 +90,7 @@ class _Run:
     policy: tuple[Any, Any, Any]
     requested: int
     resume_boundary: bool
+    armed_at: str = ""
     steps: dict[int, _Step] = field(default_factory=dict)
     enqueued: int = 0
     matched: int = 0
@@ -176,6 +181,8 @@ class _Replay:
         self.enqueued: list[tuple[str, int, int]] = []  #: (runId, step, ledger line) in ledger order
         self.session_id: str | None = None
         self.turns: list[_Turn] = []
+        self.by_key: dict[tuple[Any, Any] | None, _Turn] = {}
+        self.human: list[tuple[str, int]] = []  #: (at, turn number) of every turn a person started
         self.report = ReplayReport(ledger=ledger, transcript=Path(), max_reported=max_reported)
 
     def ledger_says(self, line: int, message: str, run: _Run | None = None) -> None:
@@ -221,6 +228,7 @@ class _Replay:
                     policy=(rec.get("policyId"), rec.get("timeStepSha256"), rec.get("timeStepBytes")),
                     requested=requested if isinstance(requested, int) else 0,
                     resume_boundary=rec.get("resumeBoundary") is True,
+                    armed_at=str(rec["recordedAt"]),
                 )
             return
         run = self.runs.get(run_id)
@@ -245,6 +253,8 @@ class _Replay:
             step.terminal, step.terminal_line = str(rec.get("status")), lineno
         elif kind == RecordType.TICK_CANCELLED:
             step.cancelled_line, step.cancel_rule = lineno, rec.get("rule")
+        elif kind == RecordType.TICK_SCHEDULED:
+            step.scheduled_at, step.due = str(rec["recordedAt"]), str(rec.get("dueAt", ""))
 
     # -- the transcript -----------------------------------------------------------------------------
 
@@ -299,7 +309,9 @@ class _Replay:
                 )
             if number != len(self.turns) + 1:
                 self.transcript_says(lineno, f"turn {number!r} follows turn {len(self.turns)}")
-            turn = _Turn(number=len(self.turns) + 1, line=lineno, plugin=_is_plugin(rec))
+            turn = _Turn(
+                number=len(self.turns) + 1, line=lineno, plugin=_is_plugin(rec), at=str(rec.get("at", ""))
+            )
             if turn.plugin:
                 meta = rec.get("meta")
                 meta = meta if isinstance(meta, dict) else {}
@@ -332,6 +344,8 @@ class _Replay:
 
     def match(self) -> None:
         plugin_turns = [turn for turn in self.turns if turn.plugin]
+        self.by_key = {turn.key: turn for turn in reversed(plugin_turns)}
+        self.human = sorted((turn.at, turn.number) for turn in self.turns if not turn.plugin)
         where: dict[tuple[Any, Any], list[int]] = {}
         for index, plugin_turn in enumerate(plugin_turns):
             assert plugin_turn.key is not None
@@ -384,6 +398,7 @@ class _Replay:
             )
         self._terminal(run, step_no, step, turn)
         self._preceding(run, step_no, turn, ledger_line)
+        self._during_delay(run, step_no, step)
 
     def _terminal(self, run: _Run, step_no: int, step: _Step, turn: _Turn) -> None:
         if step.terminal is not None:
@@ -457,15 +472,33 @@ class _Replay:
                 run,
             )
 
+    def _during_delay(self, run: _Run, step_no: int, step: _Step) -> None:
+        """A person's message written while the step waited for its due time needed a cancel."""
+        if not (step.scheduled_at and step.due > step.scheduled_at):
+            return
+        index = bisect.bisect_right(self.human, (step.scheduled_at, len(self.turns) + 1))
+        if index < len(self.human) and self.human[index][0] < step.due:
+            at, number = self.human[index]
+            self.transcript_says(
+                self.turns[number - 1].line,
+                f"turn {number} (a human message at {at}) came while step {step_no} of run {run.run_id} "
+                f"waited for {step.due}, and the ledger enqueued it instead of cancelling",
+                run,
+            )
+
     def _cancels(self) -> None:
         for run in self.runs.values():
             for step_no, step in run.steps.items():
-                if not step.cancelled_line or step.cancel_rule != CANCEL_STATE_CHANGED or step_no < 2:
+                if not step.cancelled_line or step.cancel_rule != CANCEL_STATE_CHANGED:
                     continue
-                previous = [t for t in self.turns if t.key == (run.run_id, step_no - 1)]
-                if previous and (
-                    previous[0].number >= len(self.turns) or self.turns[previous[0].number].plugin
-                ):
+                if step_no == 1:
+                    changed = bool(self.human) and self.human[-1][0] >= run.armed_at
+                else:
+                    previous = self.by_key.get((run.run_id, step_no - 1))
+                    changed = previous is None or (
+                        previous.number < len(self.turns) and not self.turns[previous.number].plugin
+                    )
+                if not changed:
                     self.ledger_says(
                         step.cancelled_line,
                         f"step {step_no} of run {run.run_id} was cancelled "
