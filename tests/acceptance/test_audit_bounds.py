@@ -181,3 +181,24 @@ def test_keyed_chat_ledger_from_audit_key_env(workdir: Path) -> None:
     checked = tickloop("audit", "verify", "--key-env", "MY_AUDIT_KEY", str(path), env=env)
     assert checked.returncode == 0, checked.stdout
     assert "keyed chain verified" in checked.stdout
+
+
+def test_chat_refuses_to_start_when_the_audit_key_variable_is_missing(workdir: Path) -> None:
+    """`auditKeyEnv` naming an unset variable stops chat at startup (exit 2), naming the variable."""
+    (workdir / "c.toml").write_text('[tick]\nauditKeyEnv = "NO_SUCH_AUDIT_KEY"\n')
+    env = {k: v for k, v in os.environ.items() if k != "NO_SUCH_AUDIT_KEY"}
+    env["TICKLOOP_CONFIG"] = str(workdir / "c.toml")
+    result = subprocess.run(
+        [*TICKLOOP, "chat", "--session", "k"],
+        input="hello\n",
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "NO_SUCH_AUDIT_KEY" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (workdir / ".tickloop-sessions").exists()

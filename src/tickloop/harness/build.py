@@ -44,6 +44,8 @@ def open_chat_agent(
 ) -> Agent:
     """An Agent on a persistent session; ``tick=None`` runs without the tick plugin."""
     clock = clock or SystemClock()
+    if tick is not None and tick.audit_key_env:
+        audit_key(tick.audit_key_env)  # a missing key fails before any file is created
     session = open_session(sessions_dir, session_id, clock=clock)
     plugins: list[Plugin] = []
     if tick is not None:
