@@ -25,7 +25,7 @@ from tickloop.protocol.policy import compile_policy
 
 R = RecordType
 SESSION = "bench"
-ROUNDS = 5
+ROUNDS = 3
 
 
 def _iso(moment: datetime) -> str:
