@@ -35,6 +35,8 @@ class TickSettings(msgspec.Struct, **_STRUCT):
     policies: dict[str, str] = msgspec.field(default_factory=dict)
     #: put a sha256 hash chain on every ledger record
     chain: bool = False
+    #: name of the environment variable holding the ledger's HMAC key (keyed chain); empty: no key
+    audit_key_env: str = ""
 
 
 class OfflineModelSettings(msgspec.Struct, **_STRUCT):

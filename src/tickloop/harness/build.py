@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from tickloop.audit import open_session_ledger, read_ledger
+from tickloop.audit import audit_key, open_session_ledger, read_ledger
 from tickloop.clock import Clock, SystemClock
 from tickloop.harness.agent import Agent
 from tickloop.harness.events import Listener
@@ -26,7 +26,8 @@ from tickloop.models.base import ChatModel
 
 def open_tick_plugin(options: TickOptions, session_id: str, *, timers: Timers | None = None) -> TickPlugin:
     """A tick plugin writing to ``<auditDir>/session-<id>.jsonl``; it closes a crashed run on start."""
-    ledger = open_session_ledger(options.audit_dir, session_id, chain=options.chain)
+    key = audit_key(options.audit_key_env) if options.audit_key_env else None
+    ledger = open_session_ledger(options.audit_dir, session_id, chain=options.chain, key=key)
     prior = read_ledger(ledger.path).records()
     return TickPlugin(options, ledger, timers=timers, prior_records=prior)
 
@@ -43,6 +44,8 @@ def open_chat_agent(
 ) -> Agent:
     """An Agent on a persistent session; ``tick=None`` runs without the tick plugin."""
     clock = clock or SystemClock()
+    if tick is not None and tick.audit_key_env:
+        audit_key(tick.audit_key_env)  # a missing key fails before any file is created
     session = open_session(sessions_dir, session_id, clock=clock)
     plugins: list[Plugin] = []
     if tick is not None:
