@@ -48,6 +48,8 @@ NEEDS_RULE = frozenset(
 #: Record types that belong to a run and carry its frozen policy fields.
 RUN_RECORDS = frozenset(RecordType) - {RecordType.COMMAND_REJECTED}
 POLICY_FIELDS = ("policyId", "timeStepSha256", "timeStepBytes")
+#: optional counts on ``tick_terminal``: tool calls made in the step's turn, and those not ``ok``
+TOOL_COUNTS = ("toolCalls", "toolErrors")
 
 
 def record(
@@ -267,6 +269,12 @@ class _Verifier:
                 )
             else:
                 trace.last_terminal = (trace.enqueued, status)
+            for name in TOOL_COUNTS:
+                count = rec.get(name)
+                if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
+                    self.fail(
+                        lineno, "verify.malformed", f"tick_terminal {name} must be a non-negative integer"
+                    )
         elif kind in CLOSING:
             trace.closed = True
             if self.active is trace:
