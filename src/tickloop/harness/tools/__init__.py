@@ -33,6 +33,7 @@ from tickloop.harness.tools.base import (
     Toolbox,
     ToolError,
     ToolProvider,
+    ToolSet,
 )
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "Tool",
     "ToolError",
     "ToolProvider",
+    "ToolSet",
     "Toolbox",
     "ToolsSettings",
     "WorkspaceToolSettings",

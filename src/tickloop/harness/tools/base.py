@@ -174,3 +174,20 @@ class Toolbox:
     async def aclose(self) -> None:
         for provider in self.providers:
             await provider.aclose()
+
+
+class ToolSet:
+    """A fixed set of tools as a provider (an embedder's own tools, the tests' tools)."""
+
+    def __init__(self, name: str, tools: Sequence[Tool]) -> None:
+        self.name = name
+        self._tools = list(tools)
+
+    def tools(self) -> Sequence[Tool]:
+        return self._tools
+
+    async def start(self, notice: Callable[[str], None]) -> None:
+        """Nothing to start."""
+
+    async def aclose(self) -> None:
+        """Nothing to close."""

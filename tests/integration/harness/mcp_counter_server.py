@@ -1,0 +1,48 @@
+"""A small MCP server for the tool tests, built with the official SDK, run as a real subprocess.
+
+Tools: ``bump(label)`` appends ``label`` to the file ``$COUNTER_FILE`` (the side-effect counter) and,
+for ``label == "slow"``, then sleeps ``$SLOW_S`` seconds; ``echo(text)`` returns its text;
+``boom()`` raises; ``die()`` ends the server process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("counter")
+
+
+@app.tool()
+async def bump(label: str) -> str:
+    """Count one execution, then (for "slow") take a while."""
+    with Path(os.environ["COUNTER_FILE"]).open("a", encoding="utf-8") as handle:
+        handle.write(label + "\n")
+    if label == "slow":
+        await asyncio.sleep(float(os.environ.get("SLOW_S", "30")))
+    return f"bumped {label}"
+
+
+@app.tool()
+def echo(text: str) -> str:
+    """Return the text."""
+    return text
+
+
+@app.tool()
+def boom() -> str:
+    """Fail."""
+    raise RuntimeError("boom from the server")
+
+
+@app.tool()
+def die() -> str:
+    """End the server process at once."""
+    os._exit(3)
+
+
+if __name__ == "__main__":
+    app.run()
