@@ -2,7 +2,7 @@
 
 Tools: ``bump(label)`` appends ``label`` to the file ``$COUNTER_FILE`` (the side-effect counter) and,
 for ``label == "slow"``, then sleeps ``$SLOW_S`` seconds; ``echo(text)`` returns its text;
-``boom()`` raises; ``die()`` ends the server process.
+``boom()`` raises; ``die()`` ends the server process. With ``$PID_FILE`` set it writes its pid there.
 """
 
 from __future__ import annotations
@@ -45,4 +45,6 @@ def die() -> str:
 
 
 if __name__ == "__main__":
+    if os.environ.get("PID_FILE"):
+        Path(os.environ["PID_FILE"]).write_text(str(os.getpid()))
     app.run()

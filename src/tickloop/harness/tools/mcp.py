@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 #: OpenAI function names allow ``[A-Za-z0-9_-]{1,64}``
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 SEPARATOR = "__"
+#: JSON-RPC error code the SDK gives a request whose connection closed (``mcp_types.CONNECTION_CLOSED``)
+CONNECTION_CLOSED = -32000
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,8 +152,9 @@ class McpProvider:
             waited = self.options.call_timeout_s
             raise ToolError(f"MCP server {self.name}: no answer within {waited:g} s") from None
         except Exception as exc:  # noqa: BLE001  (a dying server surfaces as many exception types)
-            if self._task is not None and self._task.done():
-                self._fail("the server's connection ended")
+            ended = self._task is not None and self._task.done()
+            if getattr(exc, "code", None) == CONNECTION_CLOSED or ended:
+                self._fail("the connection closed (the server exited or crashed)")
             raise ToolError(f"MCP server {self.name}: {_describe(exc)}") from None
         text = "\n".join(_block_text(block) for block in result.content)
         if result.is_error:
