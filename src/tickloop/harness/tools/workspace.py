@@ -23,7 +23,8 @@ from tickloop.harness.tools.base import FunctionTool, Tool, ToolError
 from tickloop.models.base import ToolSpec
 from tickloop.operator.handlers.jail import resolve_in_jail
 
-MAX_READ_BYTES = 64 * 1024
+#: below the default result cap ([tools] maxResultChars), so a whole read reaches the model
+MAX_READ_BYTES = 12 * 1024
 MAX_WRITE_BYTES = 256 * 1024
 MAX_NOTE_BYTES = 4 * 1024
 MAX_LIST_ENTRIES = 500
