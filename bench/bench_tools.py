@@ -4,8 +4,8 @@ call through the harness's toolbox vs the SDK's ``ClientSession`` on the same se
 1. **One tool round** (model -> call -> result -> model) against the scripted server: the harness's
    ``Agent`` (a turn: stream, assemble the call, record it, run the tool, record the result, stream
    again, end the turn) vs the ``openai`` SDK doing the same two streamed requests, assembling the
-   call's arguments from the chunks and running the same tool in between. Both carry the same
-   growing conversation.
+   call's arguments from the chunks and running the same tool in between. Each exchange starts a
+   fresh conversation on both sides (a long history would measure the SDK's request transform).
 2. **One MCP call**: ``Toolbox.run`` (name lookup, JSON arguments, the SDK call, cap, sha256) vs
    ``ClientSession.call_tool`` on a second connection to the same server program.
 
@@ -50,6 +50,7 @@ async def _harness_side(server: OpenAIServer) -> Callable[[], Awaitable[float]]:
 
     async def once() -> float:
         server.script(*replies())
+        agent.session = memory_session()  # one exchange each time, as the SDK side sends
         started = time.perf_counter()
         agent.submit("echo the fox")
         await agent.wait_idle()
@@ -86,6 +87,7 @@ def _sdk_side(server: OpenAIServer) -> Callable[[], Awaitable[float]]:
 
     async def once() -> float:
         server.script(*replies())
+        messages.clear()
         started = time.perf_counter()
         messages.append({"role": "user", "content": "echo the fox"})
         answer: list[str] = []
