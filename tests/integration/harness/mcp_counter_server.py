@@ -2,16 +2,19 @@
 
 Tools: ``bump(label)`` appends ``label`` to the file ``$COUNTER_FILE`` (the side-effect counter) and,
 for ``label == "slow"``, then sleeps ``$SLOW_S`` seconds; ``echo(text)`` returns its text;
-``boom()`` raises; ``die()`` ends the server process. With ``$PID_FILE`` set it writes its pid there.
+``auth()`` returns the HTTP Authorization header it was called with; ``boom()`` raises; ``die()``
+ends the server process. With ``$PID_FILE`` set it writes its pid there; ``--http PORT`` serves
+streamable HTTP on 127.0.0.1 instead of stdio.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from pathlib import Path
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 app = MCPServer("counter")
 
@@ -33,6 +36,14 @@ def echo(text: str) -> str:
 
 
 @app.tool()
+def auth(ctx: Context) -> str:
+    """The Authorization header of the HTTP request that carried this call ("none" over stdio)."""
+    request = ctx.request_context.request
+    headers = getattr(request, "headers", None)
+    return str(headers.get("authorization", "none")) if headers is not None else "none"
+
+
+@app.tool()
 def boom() -> str:
     """Fail."""
     raise RuntimeError("boom from the server")
@@ -47,4 +58,7 @@ def die() -> str:
 if __name__ == "__main__":
     if os.environ.get("PID_FILE"):
         Path(os.environ["PID_FILE"]).write_text(str(os.getpid()))
-    app.run()
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        app.run()

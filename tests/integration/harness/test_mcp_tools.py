@@ -5,9 +5,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tickloop.audit import session_file_name
 from tickloop.harness import Agent, AgentEvent, Notice, open_chat_agent
@@ -162,3 +168,66 @@ async def test_interrupting_a_slow_server_call_cancels_it_and_never_repeats_it(t
     assert counter.read_text() == "slow\n"
     (result,) = results(tmp_path)
     assert (result["status"], result["outcome"]) == ("unknown", "unknown")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[str]:
+    """The test server over streamable HTTP on 127.0.0.1, as a real subprocess."""
+    port = free_port()
+    env = {**os.environ, "COUNTER_FILE": str(tmp_path / "counter")}
+    proc = subprocess.Popen(
+        [sys.executable, str(SERVER), "--http", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+async def test_a_server_over_streamable_http_with_a_token_from_the_environment(
+    tmp_path: Path, http_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``url`` server answers calls; its bearer token comes from the variable ``tokenEnv`` names."""
+    monkeypatch.setenv("TEST_MCP_TOKEN", "t0ken")
+    notices: list[str] = []
+    raw = {"mcp": {"remote": {"url": http_server, "tokenEnv": "TEST_MCP_TOKEN"}}}
+    with OpenAIServer(default=Reply.text("done")) as server:
+        server.script(
+            Reply.tool_calls(("h", "remote__echo", '{"text": "over http"}'), ("a", "remote__auth", "{}"))
+        )
+        await drive(chat(tmp_path, server, raw, notices), ["echo"])
+    echoed, auth = results(tmp_path)
+    assert (echoed["status"], echoed["result"]) == ("ok", "over http")
+    assert (auth["status"], auth["result"]) == ("ok", "Bearer t0ken")
+    assert notices == []
+
+
+async def test_a_missing_token_variable_is_a_clear_notice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tokenEnv`` naming an unset variable says which variable, and the chat goes on."""
+    monkeypatch.delenv("TEST_MCP_TOKEN", raising=False)
+    notices: list[str] = []
+    raw = {"mcp": {"remote": {"url": "http://127.0.0.1:9/mcp", "tokenEnv": "TEST_MCP_TOKEN"}}}
+    with OpenAIServer(default=Reply.text("fine")) as server:
+        await drive(chat(tmp_path, server, raw, notices), ["hello"])
+    assert any("$TEST_MCP_TOKEN is not set" in n for n in notices), notices

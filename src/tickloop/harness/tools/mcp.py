@@ -91,7 +91,7 @@ class McpProvider:
     async def _own(self) -> None:
         try:
             async with contextlib.AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._transport())
+                read, write = await stack.enter_async_context(self._transport(stack))
                 from mcp import ClientSession  # noqa: PLC0415  (extra `mcp`; only when configured)
 
                 session = await stack.enter_async_context(ClientSession(read, write))
@@ -111,7 +111,7 @@ class McpProvider:
         if not self._stop.is_set():
             self._fail("the server's connection ended")
 
-    def _transport(self) -> contextlib.AbstractAsyncContextManager[Any]:
+    def _transport(self, stack: contextlib.AsyncExitStack) -> contextlib.AbstractAsyncContextManager[Any]:
         options = self.options
         if options.command:
             from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: PLC0415
@@ -131,7 +131,10 @@ class McpProvider:
             if not token:
                 raise ToolError(f"${options.token_env} is not set (tokenEnv of [tools.mcp.{self.name}])")
             headers["Authorization"] = f"Bearer {token}"
-        return streamable_http_client(options.url, http_client=create_mcp_http_client(headers=headers))
+        # The transport leaves a client it was given open: the stack closes it after the transport.
+        http_client = create_mcp_http_client(headers=headers)
+        stack.push_async_callback(http_client.aclose)
+        return streamable_http_client(options.url, http_client=http_client)
 
     def _tool(self, name: str, description: str, schema: Mapping[str, Any]) -> Tool:
         spec = ToolSpec(tool_name(self.name, name), f"[MCP server {self.name}] {description}"[:1024], schema)
