@@ -124,3 +124,51 @@ def test_kill_9_during_a_tool_call_then_recovery_and_resume_never_repeat_the_cal
     )
     assert "⚙ counter__bump" in shown.stdout
     assert "outcome unknown" in shown.stdout
+
+
+def test_ctrl_c_during_a_tool_call_interrupts_the_turn_and_stops_the_call(tmp_path: Path) -> None:
+    """SIGINT mid-call ends that turn interrupted (outcome unknown) and the chat carries on to exit 0."""
+    slow = Reply.tool_calls(("slow-1", "counter__bump", '{"label": "slow"}'))
+    with OpenAIServer(default=Reply.text("back")) as server:
+        server.script(slow)
+        cfg = config(tmp_path / "config.toml", server.base_url, tmp_path)
+        proc = subprocess.Popen(
+            [*TICKLOOP, "chat", "--session", "k"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=tmp_path,
+            env=environment(cfg),
+            text=True,
+        )
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write("go slowly\n")
+            proc.stdin.flush()
+            wait_for(lambda: counted(tmp_path) == ["slow"])
+            mcp_pid = int((tmp_path / "mcp.pid").read_text())
+            started = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            wait_for(lambda: any(r.get("status") == "interrupted" for r in session_records(tmp_path)), 20)
+            interrupted_after = time.monotonic() - started
+            out, err = proc.communicate("and now?\n", timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+    assert interrupted_after < 10  # the 60 s tool was cancelled, not waited for
+    assert "interrupted" in out
+    assert "⚙ counter__bump" in out
+    (cut,) = [r for r in session_records(tmp_path) if r["type"] == "tool_result"]
+    assert (cut["status"], cut["outcome"]) == ("unknown", "unknown")
+    assert counted(tmp_path) == ["slow"]
+    wait_for(lambda: not _alive(mcp_pid), 15)  # the server went with the chat
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

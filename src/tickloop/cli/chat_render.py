@@ -40,6 +40,7 @@ class Renderer:
         #: the turn's ``label> `` is written with its first text, so a tool line never follows a bare one
         self._label_due = False
         self._line_open = False
+        self._tool_shown = False
 
     def __call__(self, event: AgentEvent) -> None:
         if isinstance(event, TurnStarted):
@@ -48,6 +49,7 @@ class Renderer:
                 meta = message.meta
                 self._write(time_step_label(message.text, meta.get("step", "?"), meta.get("of", "?")) + "\n")
             self._label_due = True
+            self._tool_shown = False
         elif isinstance(event, TextStreamed):
             self._label()
             self._write(event.text)
@@ -56,8 +58,11 @@ class Renderer:
             self._write(("\n" if self._line_open else "") + tool_line(event.result) + "\n")
             self._line_open = False
             self._label_due = True
+            self._tool_shown = True
         elif isinstance(event, TurnEnded):
-            self._label()
+            if not self._tool_shown:
+                self._label()
+            self._label_due = False
             self._line_open = False
             terminal = event.terminal
             tail = (

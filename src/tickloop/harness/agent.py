@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 
@@ -91,6 +92,7 @@ class Agent:
         self.toolbox = toolbox or Toolbox()
         self.max_rounds = max_rounds
         self._running_call: ToolCall | None = None
+        self._running_since = 0.0
         self.session = session
         self.clock = clock or session.clock
         self.commands = CommandPlane()
@@ -283,6 +285,7 @@ class Agent:
 
     async def _run_call(self, number: int, call: ToolCall) -> None:
         self._running_call = call
+        self._running_since = time.monotonic()
         self.emit(ToolCallStarted(number, call))
         result = await self.toolbox.run(call)
         self._running_call = None
@@ -298,7 +301,9 @@ class Agent:
             return
         for call in turn.rounds[-1].pending():
             if running is not None and call.id == running.id:
-                self.session.add_tool_result(unknown_result(call, 0, "interrupted"), reason="interrupted")
+                elapsed = int((time.monotonic() - self._running_since) * 1000)
+                cut = unknown_result(call, elapsed, "interrupted")
+                self.session.add_tool_result(cut, reason="interrupted")
                 self.emit(ToolCallEnded(turn.number, turn_result(self.session, call.id)))
             else:
                 self.session.add_tool_result(_not_started(call))

@@ -317,8 +317,14 @@ def _replay_one(session: Session, rec: Mapping[str, Any]) -> None:
         session.turns[-1] = replace(turn, rounds=(*turn.rounds, rnd), tools_offered=True)
     elif kind == "tool_result":
         turn = session._require_open()
+        if not turn.rounds:
+            raise ValueError("a tool_result before any tool_calls")
         rnd = turn.rounds[-1]
-        call = next(c for c in rnd.calls if c.id == rec["id"])
+        call = next((c for c in rnd.calls if c.id == rec["id"]), None)
+        if call is None or rnd.result_of(call.id) is not None:
+            raise ValueError(
+                f"a tool_result for call {rec['id']!r}, which its round did not make or already answered"
+            )
         result = CallResult(
             call=call,
             status=CallStatus(rec["status"]),

@@ -13,8 +13,9 @@ import pytest
 
 from tickloop.cli.chat_render import Renderer, tool_line
 from tickloop.errors import ConfigError
-from tickloop.harness import Agent, memory_session
+from tickloop.harness import Agent, memory_session, open_session
 from tickloop.harness.events import ToolCallEnded
+from tickloop.harness.jsonl import SessionError
 from tickloop.harness.tools import (
     CallResult,
     CallStatus,
@@ -151,3 +152,24 @@ def test_verify_accepts_tool_counts_and_refuses_malformed_ones(fields: dict[str,
     """tick_terminal may carry toolCalls/toolErrors; only non-negative integers verify."""
     report = verify(_ledger(fields))
     assert report.ok is ok, report.violations
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"type": "tool_result", "turn": 1, "id": "c", "status": "ok"},
+        {"type": "tool_calls", "turn": 1, "round": 1, "calls": [{"id": "c", "tool": "t"}]},
+    ],
+)
+def test_a_malformed_tool_record_names_its_line(tmp_path: Path, bad: dict[str, Any]) -> None:
+    """A tool record without its call or fields is refused with the file and line, never guessed."""
+    path = tmp_path / "session-s.jsonl"
+    lines = [
+        {"type": "session", "id": "s", "version": 1, "createdAt": "2026-11-30T00:00:00Z"},
+        {"type": "message", "turn": 1, "role": "user", "content": [{"type": "text", "text": "hi"}],
+         "source": {"kind": "user"}, "at": "2026-11-30T00:00:00Z"},
+        bad,
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    with pytest.raises(SessionError, match=r"line 3: unreadable session record"):
+        open_session(tmp_path, "s")
