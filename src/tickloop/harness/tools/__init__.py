@@ -67,25 +67,32 @@ class WorkspaceToolSettings(msgspec.Struct, **_STRUCT):
 class McpServerSettings(msgspec.Struct, **_STRUCT):
     """``[tools.mcp.NAME]``: a stdio ``command`` or a streamable-HTTP ``url``."""
 
+    #: the server's command line (stdio); it runs as long as the chat, in its own process group
     command: list[str] = msgspec.field(default_factory=list)
+    #: a streamable-HTTP endpoint, e.g. ``http://127.0.0.1:8931/mcp``
     url: str = ""
     #: environment variable holding the bearer token for ``url``
     token_env: str = ""
     #: extra environment variables for a stdio server
     env: dict[str, str] = msgspec.field(default_factory=dict)
+    #: seconds the server may take to start and list its tools
     start_timeout_s: Annotated[float, msgspec.Meta(gt=0, le=600)] = 30.0
+    #: seconds one call may take before it is an error result
     call_timeout_s: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 120.0
 
 
 class ToolsSettings(msgspec.Struct, **_STRUCT):
     """``[tools]``: which toolsets are on, and the per-turn bounds."""
 
+    #: built-in toolsets offered to the model (``workspace``); also ``tickloop chat --tools``
     enabled: list[Literal["workspace"]] = msgspec.field(default_factory=list)
     #: tool rounds (model -> calls -> results) one turn may take; one more ends it as ``error``
     max_rounds: Annotated[int, msgspec.Meta(ge=1, le=64)] = 8
     #: characters of a tool's result the model and the transcript get
     max_result_chars: Annotated[int, msgspec.Meta(ge=256, le=1_000_000)] = 16_000
+    #: the workspace toolset's options
     workspace: WorkspaceToolSettings = msgspec.field(default_factory=WorkspaceToolSettings)
+    #: MCP servers whose tools are offered as ``SERVER__tool`` (extra ``mcp``)
     mcp: dict[str, McpServerSettings] = msgspec.field(default_factory=dict)
 
 
