@@ -106,6 +106,28 @@ async def test_the_stdio_server_lives_as_long_as_the_chat(tmp_path: Path) -> Non
     assert not pid_alive(pid)
 
 
+async def test_closing_the_chat_ends_the_servers_whole_process_group(tmp_path: Path) -> None:
+    """A child the server started, which ignores stdin, is ended with the server's process group."""
+    notices: list[str] = []
+    raw = settings(tmp_path)
+    script = f'sleep 300 & echo $! > {tmp_path / "child.pid"}; exec "$0" "$@"'
+    raw["mcp"]["counter"]["command"] = ["sh", "-c", script, *raw["mcp"]["counter"]["command"]]
+    with OpenAIServer(default=Reply.text("hi")) as server:
+        agent = chat(tmp_path, server, raw, notices)
+        await agent.start()
+        try:
+            child = int((tmp_path / "child.pid").read_text())
+            assert pid_alive(child)
+        finally:
+            await agent.close()
+    for _ in range(100):
+        if not pid_alive(child):
+            break
+        await asyncio.sleep(0.05)
+    assert not pid_alive(child)
+    assert notices == []
+
+
 async def test_a_raising_server_tool_is_an_error_result(tmp_path: Path) -> None:
     """A tool that fails on the server gives the model an error result; the turn completes."""
     notices: list[str] = []

@@ -6,6 +6,10 @@ or connects to a streamable-HTTP URL, initializes the session, lists the tools, 
 chat closes. Owning the connection in one task matters: the SDK's transports are anyio task groups
 that must be entered and left by the same task.
 
+A stdio server is stopped as the SDK does it (stdin closed, then its process group terminated if it
+has not exited), and then whatever is left of its process group is terminated too: a grandchild
+that ignores its stdin does not outlive the chat.
+
 The model sees each tool as ``SERVER__tool``. A server that fails to start, or dies mid-session,
 produces a notice; the chat stays usable, and a call to one of its tools gets an error result.
 
@@ -18,8 +22,12 @@ import asyncio
 import contextlib
 import os
 import re
+import signal
+import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tickloop.harness.tools.base import FunctionTool, Tool, ToolError
@@ -67,6 +75,7 @@ class McpProvider:
         self._task: asyncio.Task[None] | None = None
         self._failure: str | None = None
         self._errlog: Any = None
+        self._group_file: Path | None = None
 
     @property
     def alive(self) -> bool:
@@ -116,8 +125,16 @@ class McpProvider:
         if options.command:
             from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: PLC0415
 
+            # The SDK starts the server as the leader of a new session, so its pid is its process
+            # group id; a one-line sh wrapper writes that pid down before exec'ing the command, so
+            # that ``aclose`` can end the whole group (children that outlive the server included).
+            fd, name = tempfile.mkstemp(prefix="tickloop-mcp-", suffix=".pgid")
+            os.close(fd)
+            self._group_file = Path(name)
             params = StdioServerParameters(
-                command=options.command[0], args=list(options.command[1:]), env=dict(options.env or {})
+                command="/bin/sh",
+                args=["-c", 'echo $$ > "$0" && exec "$@"', name, *options.command],
+                env=dict(options.env or {}),
             )
             # The server's stderr goes nowhere: it must not scribble over the chat's terminal.
             self._errlog = open(os.devnull, "w")  # noqa: SIM115, PTH123  (lives as long as the server)
@@ -183,6 +200,32 @@ class McpProvider:
         if self._errlog is not None:
             self._errlog.close()
             self._errlog = None
+        if self._group_file is not None:
+            await _end_group(self._group_file)
+            self._group_file = None
+
+
+async def _end_group(group_file: Path) -> None:
+    """SIGTERM what is left of the server's process group, SIGKILL it after a second; forget the file."""
+    try:
+        pgid = int(group_file.read_text().strip() or 0)
+    except (OSError, ValueError):
+        pgid = 0
+    group_file.unlink(missing_ok=True)
+    if pgid <= 1:
+        return
+    for sig, grace in ((signal.SIGTERM, 1.0), (signal.SIGKILL, 0.0)):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+            try:
+                os.killpg(pgid, 0)
+            except (ProcessLookupError, PermissionError):
+                return
 
 
 def _block_text(block: Any) -> str:
