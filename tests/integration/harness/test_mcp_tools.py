@@ -163,7 +163,17 @@ async def test_a_server_that_cannot_start_is_a_notice_not_a_crash(tmp_path: Path
         await drive(chat(tmp_path, server, raw, notices), ["hello"])
         (body,) = server.bodies()
     assert "tools" not in body
-    assert any(n.startswith("MCP server ghost:") for n in notices), notices
+    expected = "MCP server ghost: could not start: command"
+    assert any(n.startswith(expected) and "not found" in n for n in notices), notices
+
+
+async def test_a_server_that_exits_at_start_says_how_to_see_why(tmp_path: Path) -> None:
+    """A command that runs but is no MCP server: the notice names the command to run by hand."""
+    notices: list[str] = []
+    raw = {"mcp": {"quitter": {"command": [sys.executable, "-c", "pass"]}}}
+    with OpenAIServer(default=Reply.text("fine")) as server:
+        await drive(chat(tmp_path, server, raw, notices), ["hello"])
+    assert any("exited during start-up; run `" in n and "-c pass` by hand" in n for n in notices), notices
 
 
 async def test_interrupting_a_slow_server_call_cancels_it_and_never_repeats_it(tmp_path: Path) -> None:

@@ -22,6 +22,8 @@ import asyncio
 import contextlib
 import os
 import re
+import shlex
+import shutil
 import signal
 import tempfile
 import time
@@ -113,12 +115,22 @@ class McpProvider:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001  (any failure of a server is a notice, not a crash)
-            self._fail(_describe(exc))
+            self._fail(self._start_failure(exc) if not self._ready.is_set() else _describe(exc))
         finally:
             self._session = None
             self._ready.set()
         if not self._stop.is_set():
             self._fail("the server's connection ended")
+
+    def _start_failure(self, exc: BaseException) -> str:
+        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]
+        if getattr(exc, "code", None) == CONNECTION_CLOSED and self.options.command:
+            shown = shlex.join(self.options.command)[:200]
+            return f"the server exited during start-up; run `{shown}` by hand to see why"
+        if isinstance(exc, ToolError):
+            return f"could not start: {exc}"
+        return f"could not start ({_describe(exc)})"
 
     def _transport(self, stack: contextlib.AsyncExitStack) -> contextlib.AbstractAsyncContextManager[Any]:
         options = self.options
@@ -128,6 +140,8 @@ class McpProvider:
             # The SDK starts the server as the leader of a new session, so its pid is its process
             # group id; a one-line sh wrapper writes that pid down before exec'ing the command, so
             # that ``aclose`` can end the whole group (children that outlive the server included).
+            if shutil.which(options.command[0]) is None:
+                raise ToolError(f"command {options.command[0]!r} not found (not a file, or not on PATH)")
             fd, name = tempfile.mkstemp(prefix="tickloop-mcp-", suffix=".pgid")
             os.close(fd)
             self._group_file = Path(name)
