@@ -38,7 +38,7 @@ from tickloop.harness.events import (
     TurnStarted,
 )
 from tickloop.harness.plugin import Plugin, PluginHost
-from tickloop.harness.session import Session, Turn
+from tickloop.harness.session import Session, ToolRound, Turn
 from tickloop.harness.tools.base import (
     CallResult,
     CallStatus,
@@ -311,7 +311,7 @@ class Agent:
     async def _stream_once(
         self, number: int, chunks: list[str], specs: tuple[ToolSpec, ...]
     ) -> tuple[Usage | None, tuple[ToolCall, ...]]:
-        stream = self.model.stream(self._model_input(), tools=specs)
+        stream = self.model.stream(self._model_input(with_tools=bool(specs)), tools=specs)
         usage: Usage | None = None
         calls: tuple[ToolCall, ...] = ()
         try:
@@ -330,18 +330,16 @@ class Agent:
                 await aclose()
         return usage, calls
 
-    def _model_input(self) -> list[ChatMessage]:
+    def _model_input(self, *, with_tools: bool = True) -> list[ChatMessage]:
         """The transcript as the model sees it: roles and text, each turn's tool rounds with their
-        results as marked ``tool`` messages; commands were never in it."""
+        results as marked ``tool`` messages; commands were never in it. ``with_tools=False`` (a
+        session reopened without its tools): earlier rounds become assistant text, since servers
+        refuse ``tool`` messages in a request that offers no tools."""
         out: list[ChatMessage] = []
         for turn in self.session.turns:
             out.append(ChatMessage(turn.input.role, turn.input.text))
             for rnd in turn.rounds:
-                out.append(ChatMessage("assistant", rnd.text, tool_calls=rnd.calls))
-                for call in rnd.calls:
-                    result = rnd.result_of(call.id)
-                    content = model_text(result) if result is not None else "[tool output: none yet]"
-                    out.append(ChatMessage("tool", content, tool_call_id=call.id))
+                out.extend(_round_messages(rnd) if with_tools else [_round_as_text(rnd)])
             if turn.reply is not None:
                 out.append(ChatMessage("assistant", turn.reply.text))
         return out
@@ -360,6 +358,25 @@ def _is_unicode(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _round_messages(rnd: ToolRound) -> list[ChatMessage]:
+    out = [ChatMessage("assistant", rnd.text, tool_calls=rnd.calls)]
+    for call in rnd.calls:
+        result = rnd.result_of(call.id)
+        content = model_text(result) if result is not None else "[tool output: none yet]"
+        out.append(ChatMessage("tool", content, tool_call_id=call.id))
+    return out
+
+
+def _round_as_text(rnd: ToolRound) -> ChatMessage:
+    lines = [rnd.text] if rnd.text else []
+    for call in rnd.calls:
+        result = rnd.result_of(call.id)
+        lines.append(f"(called {call.name} with {call.arguments})")
+        if result is not None:
+            lines.append(model_text(result))
+    return ChatMessage("assistant", "\n".join(lines))
 
 
 def turn_result(session: Session, call_id: str) -> CallResult:

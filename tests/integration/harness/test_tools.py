@@ -248,6 +248,22 @@ async def test_a_reopened_session_gives_the_model_its_earlier_tool_rounds(tmp_pa
         session.close()
 
 
+async def test_a_session_reopened_without_tools_sends_its_rounds_as_text(tmp_path: Path) -> None:
+    """Without tools on, earlier calls reach the model as marked assistant text, no ``tool`` messages."""
+    probe = Probe()
+    with OpenAIServer(default=Reply.text("fine")) as server:
+        server.script(Reply.tool_calls(("c", "echo", '{"k": 1}')))
+        await drive(chat(tmp_path, server, probe), ["first"])
+        model = OpenAICompatModel("test", base_url=server.base_url, model="tickloop-test", timeout_s=5)
+        bare = open_chat_agent(model, sessions_dir=tmp_path / "sessions", session_id="t", tick=None)
+        await drive(bare, ["second"])
+        last = server.bodies()[-1]
+    assert "tools" not in last
+    assert [m["role"] for m in last["messages"]] == ["user", "assistant", "assistant", "user"]
+    assert '(called echo with {"k": 1})' in last["messages"][1]["content"]
+    assert "[tool output: echo · ok" in last["messages"][1]["content"]
+
+
 @pytest.mark.parametrize("chunks", [1, 2, 5, 40])
 async def test_arguments_survive_any_chunking(tmp_path: Path, chunks: int) -> None:
     """However the server splits a call's arguments, the tool receives the same object."""
