@@ -130,6 +130,8 @@ class McpProvider:
             return f"the server exited during start-up; run `{shown}` by hand to see why"
         if isinstance(exc, ToolError):
             return f"could not start: {exc}"
+        if isinstance(exc, ImportError):
+            return "the MCP client is not installed: pip install 'tickloop[mcp]'"
         return f"could not start ({_describe(exc)})"
 
     def _transport(self, stack: contextlib.AsyncExitStack) -> contextlib.AbstractAsyncContextManager[Any]:
