@@ -304,7 +304,7 @@ class Agent:
                 elapsed = int((time.monotonic() - self._running_since) * 1000)
                 cut = unknown_result(call, elapsed, "interrupted")
                 self.session.add_tool_result(cut, reason="interrupted")
-                self.emit(ToolCallEnded(turn.number, turn_result(self.session, call.id)))
+                self.emit(ToolCallEnded(turn.number, cut))
             else:
                 self.session.add_tool_result(_not_started(call))
 
@@ -377,15 +377,6 @@ def _round_as_text(rnd: ToolRound) -> ChatMessage:
         if result is not None:
             lines.append(model_text(result))
     return ChatMessage("assistant", "\n".join(lines))
-
-
-def turn_result(session: Session, call_id: str) -> CallResult:
-    turn = session.turns[-1]
-    for rnd in reversed(turn.rounds):
-        result = rnd.result_of(call_id)
-        if result is not None:
-            return result
-    raise HarnessError(f"no result recorded for tool call {call_id!r}")
 
 
 def _not_started(call: ToolCall) -> CallResult:
