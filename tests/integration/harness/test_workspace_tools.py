@@ -166,3 +166,23 @@ def test_the_workspace_toolset_is_off_unless_enabled(tmp_path: Path, monkeypatch
     monkeypatch.chdir(tmp_path)
     names = [s.name for s in open_toolbox(tools_settings({}, enable=["workspace"])).specs()]
     assert names == ["list_dir", "read_file", "search_files", "write_file", "append_note"]
+
+
+async def test_append_note_refuses_a_notes_file_that_links_out(tree: Path) -> None:
+    """A NOTES.md planted as a symlink to a file outside is refused; the outside file is untouched."""
+    (tree / "NOTES.md").symlink_to(tree.parent / "outside" / "secret.txt")
+    status, text = await call(toolbox(tree), "append_note", text="leak")
+    assert status is CallStatus.ERROR
+    assert "outside the workspace" in text
+    assert (tree.parent / "outside" / "secret.txt").read_text() == SECRET
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(parts=st.lists(st.sampled_from(PIECES), min_size=1, max_size=10))
+async def test_no_generated_path_writes_outside(tree: Path, parts: list[str]) -> None:
+    """Any generated path given to write_file creates nothing outside the workspace."""
+    outside = tree.parent / "outside"
+    before = sorted(p.name for p in outside.iterdir())
+    await call(toolbox(tree), "write_file", path="".join(parts), content="pwned")
+    assert sorted(p.name for p in outside.iterdir()) == before
+    assert (outside / "secret.txt").read_text() == SECRET
