@@ -117,6 +117,8 @@ class Settings(msgspec.Struct, **_STRUCT):
     monitor: dict[str, Any] = msgspec.field(default_factory=dict)
     schedule: dict[str, Any] = msgspec.field(default_factory=dict)
     executor: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: ``[tools]``: tool calling in the chat (validated by ``tickloop.harness.tools.tools_settings``)
+    tools: dict[str, Any] = msgspec.field(default_factory=dict)
     #: per-profile overrides of the operator sections: ``[profiles.NAME.attention]`` and the like
     profiles: dict[str, Any] = msgspec.field(default_factory=dict)
 

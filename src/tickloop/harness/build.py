@@ -21,6 +21,7 @@ from tickloop.harness.session import open_session
 from tickloop.harness.tick_options import TickOptions
 from tickloop.harness.tick_plugin import TickPlugin
 from tickloop.harness.timers import Timers
+from tickloop.harness.tools.base import Toolbox
 from tickloop.models.base import ChatModel
 
 
@@ -41,8 +42,11 @@ def open_chat_agent(
     clock: Clock | None = None,
     listeners: Iterable[Listener] = (),
     timers: Timers | None = None,
+    toolbox: Toolbox | None = None,
+    max_rounds: int = 8,
 ) -> Agent:
-    """An Agent on a persistent session; ``tick=None`` runs without the tick plugin."""
+    """An Agent on a persistent session; ``tick=None`` runs without the tick plugin; ``toolbox``
+    offers tools to the model (started by ``agent.start()``, closed by ``agent.close()``)."""
     clock = clock or SystemClock()
     if tick is not None and tick.audit_key_env:
         audit_key(tick.audit_key_env)  # a missing key fails before any file is created
@@ -50,4 +54,12 @@ def open_chat_agent(
     plugins: list[Plugin] = []
     if tick is not None:
         plugins.append(open_tick_plugin(tick, session_id, timers=timers))
-    return Agent(model, session, plugins=plugins, clock=clock, listeners=listeners)
+    return Agent(
+        model,
+        session,
+        plugins=plugins,
+        clock=clock,
+        listeners=listeners,
+        toolbox=toolbox,
+        max_rounds=max_rounds,
+    )

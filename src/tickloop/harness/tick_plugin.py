@@ -110,6 +110,7 @@ class TickPlugin:
                 step=self._enqueued,
                 status=str(terminal.status),
                 **terminal.usage_fields(),
+                **terminal.tool_fields(),
             )
             self._advance()
         elif run.state is RunState.WAITING:
