@@ -115,6 +115,8 @@ class Settings(msgspec.Struct, **_STRUCT):
     monitor: dict[str, Any] = msgspec.field(default_factory=dict)
     schedule: dict[str, Any] = msgspec.field(default_factory=dict)
     executor: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: the dashboard (``tickloop web``): ``baseUrl`` for links in notices
+    web: dict[str, Any] = msgspec.field(default_factory=dict)
     #: per-profile overrides of the operator sections: ``[profiles.NAME.attention]`` and the like
     profiles: dict[str, Any] = msgspec.field(default_factory=dict)
 
