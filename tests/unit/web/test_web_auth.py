@@ -88,7 +88,7 @@ def test_failures_from_many_clients_hit_the_total_limit() -> None:
         (Exposure("127.0.0.1"), None),
         (Exposure("::1"), None),
         (Exposure("localhost"), None),
-        (Exposure("0.0.0.0"), "--allow-remote"),  # noqa: S104
+        (Exposure("0.0.0.0"), "--allow-remote"),
         (Exposure("192.168.1.5", allow_remote=True), "needs TLS"),
         (Exposure("192.168.1.5", tls_cert=Path("/nonexistent.pem")), "--tls-cert and --tls-key go together"),
     ],
