@@ -147,13 +147,18 @@ class Dashboard:
         return request.headers.get("host", "") in self.config.allowed_hosts
 
     def origin_ok(self, request: Request) -> bool:
-        """A POST from our own page: same Origin (when sent) and same-origin fetch metadata."""
+        """A POST from our own page. Browsers say where it came from in ``Sec-Fetch-Site`` and
+        ``Origin``; under ``Referrer-Policy: no-referrer`` a form POST's Origin is ``null``, so then
+        the fetch metadata must say ``same-origin``. A client that sends neither (curl) is not a
+        browser that another site can drive, and still needs the CSRF token."""
         site = request.headers.get("sec-fetch-site")
         if site is not None and site not in {"same-origin", "none"}:
             return False
         origin = request.headers.get("origin")
         if origin is None:
-            return True  # a non-browser client; the CSRF token still has to match
+            return True
+        if origin == "null":
+            return site == "same-origin"
         scheme = "https" if self.config.tls else "http"
         return origin == f"{scheme}://{request.headers.get('host', '')}"
 
