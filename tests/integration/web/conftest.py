@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
-from web_helpers import CHROMIUM, CHROMIUM_ARGS, DESKTOP
+from web_helpers import CHROMIUM, CHROMIUM_ARGS, DESKTOP, MailSink, mail_sink
 
 
 @pytest.fixture(scope="module")
@@ -40,3 +41,16 @@ def page(context: BrowserContext) -> Iterator[Page]:
     opened.on("dialog", on_dialog)
     yield opened
     assert dialogs == [], f"a dialog fired: a planted script ran: {dialogs}"
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """A SQLite store file in the test's directory."""
+    return f"sqlite:///{tmp_path / 'store.db'}"
+
+
+@pytest.fixture
+def sink() -> Iterator[MailSink]:
+    """A real SMTP server on 127.0.0.1 that keeps what it receives."""
+    with mail_sink() as made:
+        yield made

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable
 from email import message_from_bytes
 from pathlib import Path
 
@@ -21,7 +21,6 @@ from web_helpers import (
     MailSink,
     World,
     dashboard,
-    mail_sink,
     make_world,
 )
 
@@ -48,27 +47,25 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("pg_url"))
 
 
-@pytest.fixture
-def sqlite_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'store.db'}"
-
-
-@pytest.fixture
-def sink() -> Iterator[MailSink]:
-    with mail_sink() as made:
-        yield made
-
-
 def staged_world(
-    tmp_path: Path, url: str, sink: MailSink, reply: str = EMAIL, extra: str = ""
+    tmp_path: Path,
+    url: str,
+    sink: MailSink,
+    reply: str = EMAIL,
+    extra: str = "",
+    *,
+    before_fast: Callable[[World], None] | None = None,
 ) -> tuple[World, int]:
-    """A profile whose real fast tick (scripted model) staged one email waiting for approval."""
+    """A profile whose real fast tick (scripted model) staged one email waiting for approval
+    (``before_fast`` runs first, e.g. real observe ticks)."""
     with OpenAIServer(default=Reply.text(reply)) as model:
         world = make_world(tmp_path, url, config(model, sink, extra))
         made = world.tickloop("operator", "init", "--goal", "Ship the thesis")
         assert made.returncode == 0, made.stderr
         for args in (("task", "add", "Write chapter 3", "--priority", "5"), ("task", "add", "Book the room")):
             assert world.tickloop("operator", *args).returncode == 0
+        if before_fast is not None:
+            before_fast(world)
         fast = world.tickloop("operator", "tick", "fast")
         assert fast.returncode == 0, fast.stderr
     with world.store() as store:

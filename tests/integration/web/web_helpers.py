@@ -90,9 +90,11 @@ class World:
     store_url: str
     env: dict[str, str]
 
-    def tickloop(self, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+    def tickloop(
+        self, *args: str, stdin: str | None = None, **extra: str
+    ) -> subprocess.CompletedProcess[str]:
         env = {**self.env, **extra}
-        return subprocess.run([sys.executable, "-m", "tickloop", *args], env=env, cwd=self.root,
+        return subprocess.run([sys.executable, "-m", "tickloop", *args], env=env, cwd=self.root, input=stdin,
                               capture_output=True, text=True, check=False, timeout=60)  # fmt: skip
 
     def store(self) -> Store:
