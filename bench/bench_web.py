@@ -93,7 +93,7 @@ def _overview_raw(store: Store) -> None:
 def _approvals_raw(store: Store) -> None:
     """Exactly the reads the approvals page makes (untainted intents: no observation reads)."""
     store.get_profile(P)
-    store.list_intents(P, status=IntentStatus.REQUIRES_APPROVAL, limit=50)
+    store.list_intents(P, status=IntentStatus.REQUIRES_APPROVAL, limit=500)
 
 
 def _timed(fn: Callable[[], object], repeat: int) -> float:

@@ -109,6 +109,8 @@ def _environment() -> jinja2.Environment:
 
 
 Handler = Callable[[Request, Session], Awaitable[Response]]
+#: a page's read: the profile ("" for pages without one) -> the template's context
+Reader = Callable[[str], dict[str, Any]]
 
 
 class Dashboard:
@@ -132,6 +134,7 @@ class Dashboard:
         base: dict[str, Any] = {
             "csrf": "",
             "profile": None,
+            "pq": "",
             "profiles": [],
             "nav": "",
             "waiting": None,
@@ -201,25 +204,42 @@ class Dashboard:
 
         return endpoint
 
-    async def profile_of(self, request: Request) -> str:
-        """The path's profile, if this server shows it; NotFoundError otherwise."""
+    def profile_of(self, request: Request) -> str:
+        """The path's profile, if this server shows it; NotFoundError otherwise (blocking)."""
         name = str(request.path_params["profile"])
         scope = self.config.profiles
         if scope is not None and name not in scope:
             raise NotFoundError(f"profile {name!r} is not shown by this dashboard")
-        await self.read(self.store.get_profile, name)
+        self.store.get_profile(name)
         return name
 
-    async def profiles(self) -> list[str]:
+    def profiles(self) -> list[str]:
         if self.config.profiles is not None:
             return list(self.config.profiles)
-        return [p.name for p in await self.read(self.store.list_profiles)]
+        return [p.name for p in self.store.list_profiles()]
 
-    async def page(self, request: Request, session: Session, name: str, nav: str, **context: Any) -> Response:
-        context.setdefault("waiting", None)
-        return self.render(
-            name, request, csrf=session.csrf, nav=nav, profiles=await self.profiles(), live=True, **context
-        )
+    async def show(self, request: Request, session: Session, name: str, nav: str, read: Reader) -> Response:
+        """Read and render one page in ONE trip to a worker thread (store reads block; so does Jinja)."""
+
+        def work() -> Response:
+            profile = self.profile_of(request) if "profile" in request.path_params else None
+            context = read(profile or "")
+            context.setdefault("waiting", None)
+            quoted = quote(profile, safe="") if profile is not None else ""
+            return self.render(
+                name,
+                request,
+                csrf=session.csrf,
+                nav=nav,
+                profiles=self.profiles(),
+                live=True,
+                profile=profile,
+                pq=quoted,
+                **context,
+            )
+
+        response: Response = await anyio.to_thread.run_sync(work)
+        return response
 
     # -- login ---------------------------------------------------------------------------------------
 
@@ -281,39 +301,34 @@ class Dashboard:
     # -- pages ---------------------------------------------------------------------------------------
 
     async def home(self, request: Request, session: Session) -> Response:
-        profiles = await self.profiles()
+        profiles = await self.read(self.profiles)
         if len(profiles) == 1:
             return RedirectResponse(f"/p/{quote(profiles[0], safe='')}/", status_code=303)
         now = self.config.clock()
-        views = [
-            await self.read(pages.overview_page, self.store, p, self.config.settings, now=now)
-            for p in profiles
-        ]
-        return await self.page(request, session, "home.html", "home", views=views)
+        settings = self.config.settings
+
+        def read(_: str) -> dict[str, Any]:
+            return {"views": [pages.overview_page(self.store, p, settings, now=now) for p in profiles]}
+
+        return await self.show(request, session, "home.html", "home", read)
 
     async def overview(self, request: Request, session: Session) -> Response:
-        profile = await self.profile_of(request)
         now = self.config.clock()
-        view = await self.read(pages.overview_page, self.store, profile, self.config.settings, now=now)
-        return await self.page(
-            request, session, "overview.html", "overview", profile=profile, view=view, waiting=view.waiting
-        )
+
+        def read(profile: str) -> dict[str, Any]:
+            view = pages.overview_page(self.store, profile, self.config.settings, now=now)
+            return {"view": view, "waiting": view.waiting}
+
+        return await self.show(request, session, "overview.html", "overview", read)
 
     async def approvals(self, request: Request, session: Session) -> Response:
-        profile = await self.profile_of(request)
-        view = await self.read(pages.approvals_page, self.store, profile)
-        return await self.page(
-            request,
-            session,
-            "approvals.html",
-            "approvals",
-            profile=profile,
-            view=view,
-            waiting=len(view.items),
-        )
+        def read(profile: str) -> dict[str, Any]:
+            view = pages.approvals_page(self.store, profile)
+            return {"view": view, "waiting": view.total}
+
+        return await self.show(request, session, "approvals.html", "approvals", read)
 
     async def decide(self, request: Request, _session: Session) -> Response:
-        profile = await self.profile_of(request)
         intent_id = int(request.path_params["intent_id"])
         fields: dict[str, str] = request.state.form
         choice = fields.get("decision")
@@ -322,73 +337,98 @@ class Dashboard:
         approve = choice == "approve"
         note = fields.get("note", "")
         now = self.config.clock()
-        await self.read(pages.decide, self.store, profile, intent_id, approve=approve, note=note, now=now)
+
+        def work() -> str:
+            profile = self.profile_of(request)
+            pages.decide(self.store, profile, intent_id, approve=approve, note=note, now=now)
+            return profile
+
+        profile = await anyio.to_thread.run_sync(work)
         return RedirectResponse(f"/p/{quote(profile, safe='')}/intents/{intent_id}", status_code=303)
 
     async def board(self, request: Request, session: Session) -> Response:
-        profile = await self.profile_of(request)
-        view = await self.read(pages.board_page, self.store, profile)
-        return await self.page(request, session, "board.html", "board", profile=profile, view=view)
+        return await self.show(
+            request,
+            session,
+            "board.html",
+            "board",
+            lambda profile: {"view": pages.board_page(self.store, profile)},
+        )
 
     async def timeline(self, request: Request, session: Session) -> Response:
-        profile = await self.profile_of(request)
         q = request.query_params
-        view = await self.read(
-            pages.timeline_page,
-            self.store,
-            profile,
-            now=self.config.clock(),
-            kind=q.get("kind", ""),
-            outcome=q.get("outcome", ""),
-        )
-        return await self.page(request, session, "timeline.html", "timeline", profile=profile, view=view)
+        now = self.config.clock()
+
+        def read(profile: str) -> dict[str, Any]:
+            view = pages.timeline_page(
+                self.store, profile, now=now, kind=q.get("kind", ""), outcome=q.get("outcome", "")
+            )
+            return {"view": view}
+
+        return await self.show(request, session, "timeline.html", "timeline", read)
 
     async def intents(self, request: Request, session: Session) -> Response:
-        profile = await self.profile_of(request)
         q = request.query_params
-        view = await self.read(
-            pages.intents_page,
-            self.store,
-            profile,
-            status=q.get("status", ""),
-            action_type=q.get("type", ""),
-            query=q.get("q", ""),
-        )
-        return await self.page(request, session, "intents.html", "intents", profile=profile, view=view)
+
+        def read(profile: str) -> dict[str, Any]:
+            view = pages.intents_page(
+                self.store,
+                profile,
+                status=q.get("status", ""),
+                action_type=q.get("type", ""),
+                query=q.get("q", ""),
+            )
+            return {"view": view}
+
+        return await self.show(request, session, "intents.html", "intents", read)
 
     async def intent(self, request: Request, session: Session) -> Response:
-        profile = await self.profile_of(request)
-        view = await self.read(pages.intent_page, self.store, profile, int(request.path_params["intent_id"]))
-        return await self.page(request, session, "intent.html", "intents", profile=profile, view=view)
+        intent_id = int(request.path_params["intent_id"])
+        return await self.show(
+            request,
+            session,
+            "intent.html",
+            "intents",
+            lambda profile: {"view": pages.intent_page(self.store, profile, intent_id)},
+        )
 
     async def attention(self, request: Request, session: Session) -> Response:
-        profile = await self.profile_of(request)
-        view = await self.read(
-            pages.attention_page, self.store, profile, self.config.settings, now=self.config.clock()
-        )
-        return await self.page(request, session, "attention.html", "attention", profile=profile, view=view)
+        now = self.config.clock()
+
+        def read(profile: str) -> dict[str, Any]:
+            return {"view": pages.attention_page(self.store, profile, self.config.settings, now=now)}
+
+        return await self.show(request, session, "attention.html", "attention", read)
 
     async def sessions_list(self, request: Request, session: Session) -> Response:
-        view = await self.read(pages.sessions_page, self.config.sessions_dir, self.config.audit_dir)
-        return await self.page(request, session, "sessions.html", "sessions", view=view)
+        config = self.config
+        return await self.show(
+            request,
+            session,
+            "sessions.html",
+            "sessions",
+            lambda _: {"view": pages.sessions_page(config.sessions_dir, config.audit_dir)},
+        )
 
     async def session_show(self, request: Request, session: Session) -> Response:
-        try:
-            view = await self.read(
-                pages.session_page,
-                self.config.sessions_dir,
-                self.config.audit_dir,
-                str(request.path_params["session_id"]),
-            )
-        except TickloopError as exc:
-            return self.problem(request, 404, exc.message)
-        return await self.page(request, session, "session.html", "sessions", view=view)
+        config = self.config
+        session_id = str(request.path_params["session_id"])
+
+        def read(_: str) -> dict[str, Any]:
+            try:
+                return {"view": pages.session_page(config.sessions_dir, config.audit_dir, session_id)}
+            except NotFoundError:
+                raise
+            except TickloopError as exc:
+                raise NotFoundError(exc.message) from None
+
+        return await self.show(request, session, "session.html", "sessions", read)
 
     # -- live updates --------------------------------------------------------------------------------
 
     async def events(self, request: Request, session: Session) -> Response:
         """Server-Sent Events: ``hello`` at once, then ``change`` whenever the fingerprint moves."""
-        profiles = await self.profiles()
+        profiles = await self.read(self.profiles)
 
         async def stream() -> AsyncIterator[str]:
             last = ""

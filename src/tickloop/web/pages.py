@@ -33,8 +33,9 @@ from tickloop.operator.status import Overview, overview
 from tickloop.operator.store.base import Store
 from tickloop.web.timeline import Chart, chart
 
-#: how many waiting intents the approvals page shows (the rest: the intents page)
-APPROVALS_SHOWN = 50
+#: how many waiting intents the approvals page shows, oldest first (the count says how many more wait;
+#: the person decides them in order, and twenty full cards are already a long page on a phone)
+APPROVALS_SHOWN = 20
 #: how far back the approvals page looks for the observations that fed an intent
 FED_WINDOW = timedelta(days=1)
 #: rows the timeline and the intents page read at most
@@ -79,14 +80,17 @@ class Waiting:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalsPage:
-    """Every waiting intent, oldest first (the order to decide them in)."""
+    """The oldest waiting intents (the order to decide them in), and how many wait in all."""
 
     items: list[Waiting]
+    total: int
 
 
 def approvals_page(store: Store, profile: str) -> ApprovalsPage:
     """The waiting intents with their plan step and, for a tainted one, the observations before it."""
-    waiting = store.list_intents(profile, status=IntentStatus.REQUIRES_APPROVAL, limit=APPROVALS_SHOWN)
+    waiting = store.list_intents(profile, status=IntentStatus.REQUIRES_APPROVAL, limit=500)
+    total = len(waiting)
+    waiting = waiting[-APPROVALS_SHOWN:]
     steps = _steps(store, profile) if any("step_id" in i.payload for i in waiting) else {}
     items = []
     for intent in reversed(waiting):
@@ -95,7 +99,7 @@ def approvals_page(store: Store, profile: str) -> ApprovalsPage:
             recent = store.list_observations(profile, since=intent.created_at - FED_WINDOW, limit=20)
             fed = [o for o in recent if o.observed_at <= intent.created_at and o.tainted][:5]
         items.append(Waiting(intent, steps.get(_int(intent.payload.get("step_id"))), fed))
-    return ApprovalsPage(items)
+    return ApprovalsPage(items, total)
 
 
 def _steps(store: Store, profile: str) -> dict[int, PlanStep]:
