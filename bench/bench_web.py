@@ -6,7 +6,7 @@
    1,000,000 progress rows with 100 / 10,000 / 100,000 intents (50 of them waiting), loaded with bulk
    inserts. Target ratio <= 2, and flat from the smallest size to the largest. Each line shows the
    median ratio over rounds with its min-max.
-2. **SSE latency.** A real uvicorn server with the default poll (2 s); a client on ``/events``; the
+2. **SSE latency.** A real uvicorn server with the default poll (1 s); a client on ``/events``; the
    time from a store write (a progress row, as a tick writes) to the ``change`` event arriving.
    Target <= 2 s; reported as median, p90 and min-max over the samples.
 """

@@ -35,7 +35,7 @@ from tickloop.cli.sessions import sessions_dir_option
 @click.option(
     "--poll",
     type=click.FloatRange(0.2, 60),
-    default=2.0,
+    default=1.0,
     show_default=True,
     help="Seconds between the live-refresh checks of the store.",
 )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -70,7 +71,7 @@ class WebConfig:
     state_dir: Path
     allowed_hosts: set[str]  #: Host header values accepted, e.g. ``127.0.0.1:8765``
     tls: bool = False
-    poll_s: float = 2.0
+    poll_s: float = 1.0
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
 
@@ -123,6 +124,9 @@ class Dashboard:
         self.sessions = Sessions()
         self.limit = RateLimit()
         self.env = _environment()
+        #: the newest fingerprint per profile set, shared by every open event stream
+        self._marks: dict[tuple[str, ...], tuple[float, tuple[str, dict[str, int]]]] = {}
+        self._marks_lock = asyncio.Lock()
 
     # -- plumbing ------------------------------------------------------------------------------------
 
@@ -426,6 +430,17 @@ class Dashboard:
 
     # -- live updates --------------------------------------------------------------------------------
 
+    async def fingerprint(self, profiles: list[str]) -> tuple[str, dict[str, int]]:
+        """The store's fingerprint, read at most once per half poll however many streams are open."""
+        key = tuple(profiles)
+        async with self._marks_lock:
+            cached = self._marks.get(key)
+            if cached is not None and time.monotonic() - cached[0] < self.config.poll_s / 2:
+                return cached[1]
+            value: tuple[str, dict[str, int]] = await self.read(pages.fingerprint, self.store, profiles)
+            self._marks[key] = (time.monotonic(), value)
+            return value
+
     async def events(self, request: Request, session: Session) -> Response:
         """Server-Sent Events: ``hello`` at once, then ``change`` whenever the fingerprint moves."""
         profiles = await self.read(self.profiles)
@@ -436,7 +451,7 @@ class Dashboard:
             while not await request.is_disconnected():
                 if self.sessions.get(session.id, now=self.config.clock()) is None:
                     return  # logged out or expired: the stream ends with the session
-                mark, waiting = await self.read(pages.fingerprint, self.store, profiles)
+                mark, waiting = await self.fingerprint(profiles)
                 if mark != last:
                     kind = "hello" if not last else "change"
                     last = mark
