@@ -226,7 +226,11 @@ class Dashboard:
         """Read and render one page in ONE trip to a worker thread (store reads block; so does Jinja)."""
 
         def work() -> Response:
-            profile = self.profile_of(request) if "profile" in request.path_params else None
+            shown = self.profiles()
+            if "profile" in request.path_params:
+                profile: str | None = self.profile_of(request)
+            else:  # a page of no profile (sessions) keeps the nav of the one profile shown
+                profile = shown[0] if len(shown) == 1 else None
             context = read(profile or "")
             context.setdefault("waiting", None)
             quoted = quote(profile, safe="") if profile is not None else ""
@@ -235,7 +239,7 @@ class Dashboard:
                 request,
                 csrf=session.csrf,
                 nav=nav,
-                profiles=self.profiles(),
+                profiles=shown,
                 live=True,
                 profile=profile,
                 pq=quoted,
