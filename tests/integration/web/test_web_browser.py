@@ -10,7 +10,7 @@ from email import message_from_bytes
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 from web_helpers import (
     ARTIFACTS,
     DESKTOP,
@@ -142,3 +142,40 @@ def test_deny_in_the_browser_and_the_armed_executor_sends_nothing(
     assert sink.envelopes == []
     with world.store() as store:
         assert store.get_intent(P, intent_id).status is IntentStatus.DENIED
+
+
+def test_the_overview_and_the_approval_count_update_live_when_an_intent_starts_waiting(
+    tmp_path: Path, sqlite_url: str, sink: MailSink, page: Page
+) -> None:
+    """An open overview shows a newly waiting intent (count and list) without a reload."""
+    world, first = staged_world(tmp_path, sqlite_url, sink)
+    with dashboard(world) as web:
+        log_in(page, web)
+        expect(page.locator("#overview-waiting")).to_have_text("1 intent")
+        added = world.tickloop("operator", "intents", "add", "--type", "email", "--title", "Book the room",
+                               "--recipient", PERSON)  # fmt: skip
+        assert added.returncode == 0, added.stderr
+        expect(page.locator("#waiting-count")).to_have_text("2", timeout=10_000)
+        expect(page.locator("#overview-waiting")).to_have_text("2 intents", timeout=10_000)
+        expect(page.locator("main")).to_contain_text("Book the room")
+        assert page.url.endswith("/p/default/")
+    assert first
+
+
+def test_login_and_approval_work_with_javascript_off(
+    tmp_path: Path, sqlite_url: str, sink: MailSink, browser: Browser
+) -> None:
+    """Without JavaScript the pages still log in, show and decide: plain forms and redirects."""
+    world, intent_id = staged_world(tmp_path, sqlite_url, sink)
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    with dashboard(world) as web:
+        page.goto(web.login_url)
+        page.get_by_role("button", name="Log in").click()
+        expect(page).to_have_url(re.compile(r"/p/default/$"))
+        page.goto(f"{web.base}/p/default/approvals")
+        page.locator(f"#intent-{intent_id}").get_by_role("button", name="Approve").click()
+        expect(page.locator("#intent-status")).to_have_text("approved")
+    context.close()
+    with world.store() as store:
+        assert store.get_intent(P, intent_id).status is IntentStatus.APPROVED
