@@ -5,18 +5,30 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tickloop.config import Settings
 from tickloop.errors import ConflictError, NotFoundError
 from tickloop.operator import gate, staging
-from tickloop.operator.domain import IntentStatus, NewPlanStep, NewProgress, Outcome, StepStatus, TaskStatus
+from tickloop.operator.domain import (
+    IntentStatus,
+    NewPlanStep,
+    NewProgress,
+    Outcome,
+    ProgressRow,
+    StepStatus,
+    TaskStatus,
+    TickKind,
+)
 from tickloop.operator.notices import ATTENTION, approval_candidate, dashboard_link
 from tickloop.operator.store import Store, open_store
 from tickloop.operator.ticks.executor import tier_floor_passes
 from tickloop.web import pages
-from tickloop.web.timeline import chart
+from tickloop.web.timeline import LEFT, WIDTH, chart
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 P = "me"
@@ -207,3 +219,36 @@ def test_the_approval_notice_links_to_the_dashboards_page_for_the_intent(store: 
     assert dashboard_link(Settings(), P, intent.id) == ""
     with pytest.raises(Exception, match=r"\[web\] baseUrl"):
         dashboard_link(Settings(web={"baseUrl": "javascript:alert(1)"}), P, intent.id)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([k.value for k in TickKind]),
+            st.sampled_from(list(Outcome)),
+            st.integers(0, 10**7),
+            st.integers(0, 3600),
+        ),
+        max_size=60,
+    ),
+    st.integers(0, 10**7),
+)
+def test_the_chart_keeps_every_mark_and_gap_inside_the_drawing(
+    rows: list[tuple[str, Outcome, int, int]], after: int
+) -> None:
+    """Whatever the rows (any order, overlapping, long or instant ticks), every mark and gap lies
+    within the SVG's width, gaps do not overlap, and there is one mark per row."""
+    made = [
+        ProgressRow(i + 1, P, kind, outcome, "", None, "", "", NOW + timedelta(seconds=start),
+                    NOW + timedelta(seconds=start + took))
+        for i, (kind, outcome, start, took) in enumerate(rows)
+    ]  # fmt: skip
+    drawn = chart(made, now=NOW + timedelta(seconds=after))
+    assert len(drawn.marks) == len(rows)
+    for mark in drawn.marks:
+        assert LEFT - 0.01 <= mark.x <= WIDTH
+        assert mark.w >= 2
+    edges = sorted((g.x, g.x + g.w) for g in drawn.gaps)
+    for (_, right), (nxt, _) in pairwise(edges):
+        assert right <= nxt + 0.01
+    assert all(g.x >= LEFT - 0.01 and g.w > 0 and g.x + g.w <= WIDTH for g in drawn.gaps)
