@@ -14,6 +14,7 @@ import contextlib
 import json
 import mailbox
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -202,18 +203,39 @@ def chat_demo(work: Path) -> int:
     return tickloop("audit", "verify", str(ledger))
 
 
+def keep_for_the_dashboard(work: Path) -> Path:
+    """Copy the demo's store, sessions and ledgers out of the temporary directory, so the dashboard
+    can show them after the demo ends (the copy is replaced by the next demo)."""
+    kept = Path(tempfile.gettempdir()) / "tickloop-demo"
+    shutil.rmtree(kept, ignore_errors=True)
+    kept.mkdir(mode=0o700)
+    for name in ("operator.db", ".tickloop-sessions", ".tickloop-audit"):
+        source = work / name
+        if source.is_dir():
+            shutil.copytree(source, kept / name)
+        elif source.is_file():
+            shutil.copy2(source, kept / name)
+    return kept
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="tickloop-demo-") as tmp, smtp_sink() as sink:
         work = Path(tmp)
         print(f"== a compressed operator day in {work} (SQLite, offline model, dry-run by default)")
         failures = operator_day(work, sink)
         code = chat_demo(work)
+        kept = keep_for_the_dashboard(work)
     print(
         "\nNext, with your own goal and model:\n"
         "  tickloop operator init                    # asks for your goal, tasks, quiet hours, channel\n"
         "  tickloop doctor                           # checks config, store, model, channels, dry-run\n"
         "  tickloop operator run                     # or: tickloop operator install --systemd\n"
         "  tickloop chat --model NAME                # README: Using a real model; then /tick 5"
+    )
+    print(
+        "\nOpen the dashboard on the demo's store (extra `web`: pip install 'tickloop[web]'):\n"
+        f"  cd {kept} && TICKLOOP_STORE=sqlite:///{kept / 'operator.db'} tickloop web\n"
+        "  then open the one-time login URL it prints (http://127.0.0.1:8765/login?token=...)"
     )
     return 1 if failures or code else 0
 

@@ -119,6 +119,8 @@ class Settings(msgspec.Struct, **_STRUCT):
     executor: dict[str, Any] = msgspec.field(default_factory=dict)
     #: ``[tools]``: tool calling in the chat (validated by ``tickloop.harness.tools.tools_settings``)
     tools: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: the dashboard (``tickloop web``): ``baseUrl`` for links in notices
+    web: dict[str, Any] = msgspec.field(default_factory=dict)
     #: per-profile overrides of the operator sections: ``[profiles.NAME.attention]`` and the like
     profiles: dict[str, Any] = msgspec.field(default_factory=dict)
 

@@ -31,6 +31,7 @@ def sections() -> list[tuple[str, type[msgspec.Struct]]]:
     from tickloop.operator.conditions import MonitorSettings  # noqa: PLC0415
     from tickloop.operator.gate import GateSettings  # noqa: PLC0415
     from tickloop.operator.handlers.settings import HandlerSettings  # noqa: PLC0415
+    from tickloop.operator.notices import DashboardSettings  # noqa: PLC0415
     from tickloop.operator.schedule import ScheduleSettings  # noqa: PLC0415
     from tickloop.operator.sources import SourcesSettings  # noqa: PLC0415
 
@@ -47,6 +48,7 @@ def sections() -> list[tuple[str, type[msgspec.Struct]]]:
         ("attention", AttentionSettings),
         ("monitor", MonitorSettings),
         ("schedule", ScheduleSettings),
+        ("web", DashboardSettings),
     ]
 
 

@@ -33,7 +33,7 @@ from tickloop.operator.conditions import (
     step,
 )
 from tickloop.operator.domain import ConditionState
-from tickloop.operator.notices import Notifier, profile_section, validate_profile_overrides
+from tickloop.operator.notices import Notifier, dashboard_link, profile_section, validate_profile_overrides
 from tickloop.operator.store import Store
 
 #: how sure the monitor is that a firing condition deserves the person's attention (above tau* 0.8).
@@ -177,7 +177,10 @@ def _send(notifier: Notifier, profile: str, notice: Notice, *, now: datetime) ->
         kind = Kind.APPROVAL  # reframed: the person's decision is the blocker, not a fault
     else:
         kind = Kind.NOTICE
-    title = f"tickloop [{profile}]: {text}"
+    if kind is Kind.APPROVAL:
+        link = dashboard_link(notifier.settings, profile)
+        text = f"{text}\ndecide in the dashboard: {link}" if link else text
+    title = f"tickloop [{profile}]: {notice.text}"
     candidate = Candidate(kind, title, score=FIRE_SCORE)
     source = f"monitor.{notice.condition.value}.{notice.kind.value}"
     return notifier.consider(candidate, now=now, source=source, body=text).sent

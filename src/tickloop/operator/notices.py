@@ -216,13 +216,45 @@ GATE_STOP_SCORE = 0.85
 DRIFT_SCORE = 0.85
 
 
-def approval_candidate(intent: Intent) -> Candidate:
+def approval_candidate(intent: Intent, *, link: str = "") -> Candidate:
     """An intent waiting at ``requires_approval``. One fed by untrusted input does not ping (its title
     may be an attacker's words); it waits in ``tickloop operator intents`` and the monitor's
-    "waiting on your approval" notice, in the operator's own words, points the person there."""
-    return Candidate(
-        Kind.APPROVAL, f"approval needed: intent #{intent.id} {intent.title}", 1.0, intent.origin.tainted
-    )
+    "waiting on your approval" notice, in the operator's own words, points the person there.
+    ``link`` is the dashboard's page for the intent (``dashboard_link``), shown after the title."""
+    title = f"approval needed: intent #{intent.id} {intent.title}"
+    return Candidate(Kind.APPROVAL, f"{title} {link}".rstrip(), 1.0, intent.origin.tainted)
+
+
+class DashboardSettings(
+    msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel", kw_only=True
+):
+    """Where the person opens ``tickloop web``, for links in notices."""
+
+    #: the dashboard's address as the person opens it (``https://host:8765``); approval notices
+    #: link to its page (the link only opens the page: deciding needs a login and a POST)
+    base_url: str = ""
+
+
+def dashboard_link(settings: Settings, profile: str, intent_id: int | None = None) -> str:
+    """The dashboard page for ``intent_id`` (or the approvals page); "" without ``[web] baseUrl``."""
+    from urllib.parse import quote, urlsplit  # noqa: PLC0415
+
+    base = profile_section_web(settings).base_url.strip()
+    if not base:
+        return ""
+    parts = urlsplit(base)
+    if parts.scheme not in {"http", "https"} or not parts.netloc or not base.isprintable() or " " in base:
+        raise ConfigError(f"[web] baseUrl {base!r} must be an http:// or https:// address")
+    page = f"intents/{intent_id}" if intent_id is not None else "approvals"
+    return f"{base.rstrip('/')}/p/{quote(profile, safe='')}/{page}"
+
+
+def profile_section_web(settings: Settings) -> DashboardSettings:
+    """The ``[web]`` table, validated."""
+    try:
+        return msgspec.convert(settings.web, DashboardSettings, strict=False)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"invalid configuration in [web]: {exc}") from None
 
 
 def gate_stop_candidate(intent: Intent) -> Candidate:

@@ -267,3 +267,18 @@ def test_recovery_is_not_swallowed_by_the_minimum_gap(store: Store, tmp_path: Pa
     monitor_pass(store, settings, now=T0 + timedelta(minutes=10), env={})
     assert sent_for(store, "stuck") == ["fire", "recovery"]
     assert len(store.attention_spends("p")) == 1, "only the firing notice spent budget"
+
+
+def test_the_waiting_on_approval_notice_links_to_the_dashboard(store: Store, tmp_path: Path) -> None:
+    """With `[web] baseUrl`, the "waiting on your approval" notice names the dashboard's approvals page."""
+    from tickloop.operator.domain import NewIntent, Verdict  # noqa: PLC0415
+
+    intent = store.stage_intent("p", NewIntent("note", "t"), now=T0)
+    store.record_verdict("p", intent.id, Verdict.REQUIRES_APPROVAL, ["rule"], now=T0)
+    _stuck(store)
+    settings = msgspec.structs.replace(make_settings(tmp_path), web={"baseUrl": "https://ops.example:8765"})
+    monitor_pass(store, settings, now=T0, env={})
+    lines = [
+        json.loads(line) for line in (tmp_path / "notices.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    assert any("https://ops.example:8765/p/p/approvals" in line.get("body", "") for line in lines)

@@ -1,0 +1,218 @@
+"""The dashboard: page render time against the raw store queries the page needs, and SSE latency.
+
+1. **Render ratio.** The overview and the approvals page, each requested through the real ASGI app
+   (routing, guards, the threadpool hop, the template, the security headers) with a logged-in
+   session, against the same store reads called directly in the same run. Sizes: 1,000 / 100,000 /
+   1,000,000 progress rows with 100 / 10,000 / 100,000 intents (50 of them waiting), loaded with bulk
+   inserts. Target ratio <= 2, and flat from the smallest size to the largest. Each line shows the
+   median ratio over rounds with its min-max.
+2. **SSE latency.** A real uvicorn server with the default poll (1 s); a client on ``/events``; the
+   time from a store write (a progress row, as a tick writes) to the ``change`` event arriving.
+   Target <= 2 s; reported as median, p90 and min-max over the samples.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import socket
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from bench._util import percentile
+from bench.bench_store import _analyze, _database
+from tickloop.config import Settings
+from tickloop.operator.conditions import Condition
+from tickloop.operator.domain import IntentStatus, NewProgress, Outcome, TickKind
+from tickloop.operator.store import Store, open_store
+from tickloop.testing.store_load import seed_intents, seed_progress
+from tickloop.web.app import SESSION_COOKIE, WebConfig, create_app
+
+P = "r"
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+HOST = "127.0.0.1:8765"
+
+
+def _config(port: int = 8765) -> WebConfig:
+    return WebConfig(
+        settings=Settings(),
+        profiles=[P],
+        sessions_dir=Path("/nonexistent"),
+        audit_dir=Path("/nonexistent"),
+        state_dir=Path("/nonexistent"),
+        allowed_hosts={HOST, f"127.0.0.1:{port}"},
+    )
+
+
+async def _get(app: Any, path: str, cookie: str) -> int:
+    """One GET through the ASGI app; the status (the body is read and dropped)."""
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+        "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"",
+        "headers": [(b"host", HOST.encode()), (b"cookie", f"{SESSION_COOKIE}={cookie}".encode())],
+        "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8765),
+    }  # fmt: skip
+    status = 0
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+
+    await app(scope, receive, send)
+    return status
+
+
+def _overview_raw(store: Store) -> None:
+    """Exactly the reads the overview makes: the profile three times (the route's check, the
+    overview, the attention settings' timezone), then goal, step, newest row per kind, waiting
+    intents, conditions and today's spends."""
+    store.get_profile(P)
+    store.get_profile(P)
+    goal = store.active_goal_model(P)
+    if goal is not None:
+        store.current_plan_step(P, goal.version)
+    for kind in TickKind:
+        if kind is not TickKind.MONITOR:
+            store.recent_progress(P, limit=1, tick_kind=kind.value)
+    store.list_intents(P, status=IntentStatus.REQUIRES_APPROVAL, limit=50)
+    for condition in Condition:
+        store.get_condition(P, condition.value)
+    store.attention_spends(P, since=NOW - timedelta(hours=12))
+    store.get_profile(P)
+
+
+def _approvals_raw(store: Store) -> None:
+    """Exactly the reads the approvals page makes (untainted intents: no observation reads)."""
+    store.get_profile(P)
+    store.list_intents(P, status=IntentStatus.REQUIRES_APPROVAL, limit=500)
+
+
+def _timed(fn: Callable[[], object], repeat: int) -> float:
+    start = time.perf_counter()
+    for _ in range(repeat):
+        fn()
+    return (time.perf_counter() - start) / repeat
+
+
+async def _timed_page(app: Any, path: str, cookie: str, repeat: int) -> float:
+    start = time.perf_counter()
+    for _ in range(repeat):
+        await _get(app, path, cookie)
+    return (time.perf_counter() - start) / repeat
+
+
+async def _ratios(store: Store, app: Any, cookie: str, *, rounds: int, repeat: int) -> dict[str, list[float]]:
+    """Page time / raw time per round, one event loop for every request (as in the server)."""
+    pages = {
+        "overview": (f"/p/{P}/", lambda: _overview_raw(store)),
+        "approvals": (f"/p/{P}/approvals", lambda: _approvals_raw(store)),
+    }
+    out: dict[str, list[float]] = {name: [] for name in pages}
+    for name, (path, raw) in pages.items():
+        assert await _get(app, path, cookie) == 200
+        for _ in range(rounds):
+            page = await _timed_page(app, path, cookie, repeat)
+            base = _timed(raw, repeat)
+            out[name].append(page / base)
+    return out
+
+
+def _renders(backend: str, url: str, *, quick: bool) -> None:
+    sizes = [(1_000, 100), (100_000, 10_000)] + ([] if quick else [(1_000_000, 100_000)])
+    rounds, repeat = (3, 5) if quick else (7, 20)
+    with open_store(url) as store:
+        store.create_profile(P, now=NOW)
+        goal = store.add_goal_model(P, title="g", now=NOW)
+        store.activate_goal_model(P, goal.version, now=NOW)
+        seed_intents(url, P, 50, status=IntentStatus.REQUIRES_APPROVAL, action_type="email")
+        app, board = create_app(store, _config())
+        cookie = board.sessions.start(now=datetime.now(UTC)).id
+        have_rows, have_intents = 0, 50
+        for rows, intents in sizes:
+            loaded = time.perf_counter()
+            seed_progress(url, P, rows - have_rows)
+            seed_intents(url, P, intents - have_intents, status=IntentStatus.SENT)
+            have_rows, have_intents = rows, intents
+            _analyze(url)
+            took = time.perf_counter() - loaded
+            ratios = asyncio.run(_ratios(store, app, cookie, rounds=rounds, repeat=repeat))
+            for name, values in ratios.items():
+                print(
+                    f"{backend}: {name:<9} {rows:>9,} rows {intents:>7,} intents  render/raw "
+                    f"{median(values):5.2f} (min {min(values):.2f} max {max(values):.2f})  target <= 2"
+                    f"   [loaded in {took:.1f}s]"
+                )
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _sse_latency(url: str, *, quick: bool) -> None:
+    import uvicorn  # noqa: PLC0415
+
+    samples = 4 if quick else 12
+    port = _free_port()
+    with open_store(url) as store:
+        store.create_profile("sse", now=NOW)
+        config = _config(port)
+        config.profiles = ["sse"]
+        app, board = create_app(store, config)
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        while not server.started:
+            time.sleep(0.05)
+        cookie = board.sessions.start(now=datetime.now(UTC)).id
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("GET", "/events", headers={"Cookie": f"{SESSION_COOKIE}={cookie}"})
+        stream = conn.getresponse()
+        _next_event(stream)  # hello
+        latencies = []
+        for i in range(samples):
+            time.sleep(0.37 * (i % 5))  # writes land at different points of the poll cycle
+            at = datetime.now(UTC)
+            started = time.perf_counter()
+            store.record_progress("sse", NewProgress("fast", Outcome.DONE, at, at))
+            assert _next_event(stream) == "change"
+            latencies.append(time.perf_counter() - started)
+        conn.close()
+        server.should_exit = True
+        thread.join(timeout=10)
+    print(
+        f"sse: store write -> change event, poll {config.poll_s:.0f} s, {samples} samples: "
+        f"median {median(latencies):.2f} s, p90 {percentile(latencies, 90):.2f} s "
+        f"(min {min(latencies):.2f} max {max(latencies):.2f})  target <= 2 s"
+    )
+
+
+def _next_event(stream: http.client.HTTPResponse) -> str:
+    kind = ""
+    while True:
+        line = stream.readline().decode().rstrip("\n")
+        if line.startswith("event: "):
+            kind = line.removeprefix("event: ")
+        elif line == "" and kind:
+            return kind
+
+
+def run(quick: bool) -> None:  # noqa: FBT001  (the bench runner's fixed signature)
+    for backend in ("sqlite", "postgres"):
+        with _database(backend) as url:
+            if url is None:
+                continue
+            _renders(backend, url, quick=quick)
+    with _database("sqlite") as url:
+        assert url is not None
+        _sse_latency(url, quick=quick)

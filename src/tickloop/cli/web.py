@@ -1,0 +1,108 @@
+"""``tickloop web``: the person's dashboard (extra ``web``); thin: parse, check, start.
+
+The store comes from ``TICKLOOP_STORE`` or ``[store] url``, as for every operator command.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from tickloop.cli.sessions import sessions_dir_option
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8765, show_default=True)
+@click.option(
+    "--profile", default=None, help="Show only this profile (env TICKLOOP_PROFILE; default: default)."
+)
+@click.option("--all", "all_profiles", is_flag=True, help="Show every profile in the store.")
+@click.option(
+    "--allow-remote", is_flag=True, help="Allow a non-loopback --host (needs TLS or --insecure-http)."
+)
+@click.option("--tls-cert", type=click.Path(path_type=Path, dir_okay=False), default=None)
+@click.option("--tls-key", type=click.Path(path_type=Path, dir_okay=False), default=None)
+@click.option("--insecure-http", is_flag=True, help="Serve a non-loopback host over plain HTTP (warns).")
+@click.option(
+    "--login-url",
+    "only_login",
+    is_flag=True,
+    help="Print a new one-time login URL for a running server, and exit.",
+)
+@click.option(
+    "--poll",
+    type=click.FloatRange(0.2, 60),
+    default=1.0,
+    show_default=True,
+    help="Seconds between the live-refresh checks of the store.",
+)
+@sessions_dir_option
+def web(
+    *,
+    host: str,
+    port: int,
+    profile: str | None,
+    all_profiles: bool,
+    allow_remote: bool,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    insecure_http: bool,
+    only_login: bool,
+    poll: float,
+    sessions_dir: Path,
+) -> None:
+    """Serve the dashboard: approvals, board, timeline, intents, attention and tick sessions.
+
+    Prints a one-time login URL (only its hash is stored, 0600, in the state dir). Binds 127.0.0.1
+    unless told otherwise; another host needs --allow-remote and TLS.
+    """
+    from tickloop.errors import ConfigError  # noqa: PLC0415
+    from tickloop.web.server import Exposure, check_exposure, login_url, state_dir  # noqa: PLC0415
+
+    if profile is not None and all_profiles:
+        raise click.UsageError("give --profile P or --all, not both")
+    exposure = Exposure(host, port, allow_remote, tls_cert, tls_key, insecure_http)
+    warnings = check_exposure(exposure)
+    folder = state_dir()
+    if only_login:
+        click.echo(login_url(exposure, folder))
+        return
+    try:
+        from tickloop.web.app import WebConfig, create_app  # noqa: PLC0415
+    except ImportError as exc:
+        raise ConfigError(
+            f"tickloop web needs the `web` extra: pip install 'tickloop[web]' ({exc})"
+        ) from None
+    from tickloop.config import load_settings  # noqa: PLC0415
+    from tickloop.operator.store import open_store  # noqa: PLC0415
+    from tickloop.web.server import allowed_hosts, serve  # noqa: PLC0415
+
+    settings = load_settings()
+    store = open_store(settings.store.url)
+    try:
+        scope = None if all_profiles else [profile or os.environ.get("TICKLOOP_PROFILE") or "default"]
+        for name in scope or ():
+            store.get_profile(name)
+        config = WebConfig(
+            settings=settings,
+            profiles=scope,
+            sessions_dir=sessions_dir,
+            audit_dir=Path(settings.tick.audit_dir),
+            state_dir=folder,
+            allowed_hosts=allowed_hosts(exposure),
+            tls=exposure.tls,
+            poll_s=poll,
+        )
+        app, _ = create_app(store, config)
+        for line in warnings:
+            click.echo(line, err=True)
+        click.echo(f"tickloop web: store {store.url}; profiles: {', '.join(scope) if scope else 'all'}")
+        click.echo(
+            f"tickloop web: log in (once, within 24 h) at {login_url(exposure, folder)}",
+        )
+        serve(app, exposure)
+    finally:
+        store.close()
