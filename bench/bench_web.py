@@ -24,13 +24,14 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+from tickloop.testing.store_load import seed_intents, seed_progress
+
 from bench._util import percentile
 from bench.bench_store import _analyze, _database
 from tickloop.config import Settings
 from tickloop.operator.conditions import Condition
 from tickloop.operator.domain import IntentStatus, NewProgress, Outcome, TickKind
 from tickloop.operator.store import Store, open_store
-from tickloop.testing.store_load import seed_intents, seed_progress
 from tickloop.web.app import SESSION_COOKIE, WebConfig, create_app
 
 P = "r"
