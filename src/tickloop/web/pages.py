@@ -384,8 +384,10 @@ def session_page(sessions_dir: Path, audit_dir: Path, session_id: str) -> Sessio
     row = _session_row(session_id, name, turns=len(steps), last=last, created="", audit_dir=audit_dir)
     records: list[dict[str, Any]] = []
     if row.ledger is not None:
-        from tickloop.audit.ledger import Oversized  # noqa: PLC0415
-        from tickloop.protocol.ledger import decode  # noqa: PLC0415
+        from tickloop.protocol.ledger import (
+            Oversized,
+            decode,
+        )
 
         for _, raw in read_ledger(audit_dir / name).lines:
             if isinstance(raw, Oversized):
