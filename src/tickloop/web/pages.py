@@ -384,10 +384,7 @@ def session_page(sessions_dir: Path, audit_dir: Path, session_id: str) -> Sessio
     row = _session_row(session_id, name, turns=len(steps), last=last, created="", audit_dir=audit_dir)
     records: list[dict[str, Any]] = []
     if row.ledger is not None:
-        from tickloop.protocol.ledger import (
-            Oversized,
-            decode,
-        )
+        from tickloop.protocol.ledger import Oversized, decode  # noqa: PLC0415
 
         for _, raw in read_ledger(audit_dir / name).lines:
             if isinstance(raw, Oversized):
