@@ -35,6 +35,8 @@ class TickSettings(msgspec.Struct, **_STRUCT):
     policies: dict[str, str] = msgspec.field(default_factory=dict)
     #: put a sha256 hash chain on every ledger record
     chain: bool = False
+    #: stop a run (``stop.token_budget``) once its steps' tokens pass this many (0: no budget)
+    max_tokens_per_run: Annotated[int, msgspec.Meta(ge=0)] = 0
 
 
 class OfflineModelSettings(msgspec.Struct, **_STRUCT):

@@ -24,6 +24,7 @@ class TickOptions:
     default_policy: str
     policies: PolicySet  #: compiled and frozen at startup: later config edits cannot reach a run
     chain: bool = False
+    max_tokens_per_run: int = 0  #: 0: no budget; else ``stop.token_budget`` once a run spends more
 
     @classmethod
     def from_settings(cls, settings: TickSettings, *, cwd: Path | None = None) -> TickOptions:
@@ -46,6 +47,7 @@ class TickOptions:
             default_policy=settings.default_policy,
             policies=policies,
             chain=settings.chain,
+            max_tokens_per_run=settings.max_tokens_per_run,
         )
 
     @classmethod
