@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,7 @@ class _Bar:
             TextColumn("{task.fields[note]}"),
         )
         self._progress.__enter__()
+        self._cells = self._progress.add_task("cells", total=None, note="")
         self._sessions = self._progress.add_task("sessions", total=None, note="")
         self._steps = self._progress.add_task("steps", total=None, note="errors 0")
         self._errors = 0
@@ -75,7 +77,10 @@ class _Bar:
     def __exit__(self, *exc: object) -> None:
         self._progress.__exit__(None, None, None)
 
-    def planned(self, sessions: int, skipped: int, steps_each: int) -> None:
+    def planned(self, cells: Mapping[str, int], skipped: int, steps_each: int) -> None:
+        self._left = dict(cells)
+        sessions = sum(cells.values())
+        self._progress.update(self._cells, total=len(cells))
         self._progress.update(self._sessions, total=sessions, note=f"({skipped} already complete)")
         self._progress.update(self._steps, total=sessions * steps_each)
 
@@ -83,8 +88,11 @@ class _Bar:
         self._errors += error
         self._progress.update(self._steps, advance=1, note=f"errors {self._errors}")
 
-    def session_done(self, status: str) -> None:  # noqa: ARG002  (the bar counts; the manifest records)
+    def session_done(self, cell: str, status: str) -> None:  # noqa: ARG002  (the manifest records it)
         self._progress.update(self._sessions, advance=1)
+        self._left[cell] -= 1
+        if self._left[cell] == 0:
+            self._progress.update(self._cells, advance=1)
 
 
 @experiment.command("export")

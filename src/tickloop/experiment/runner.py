@@ -43,19 +43,21 @@ LEDGERS = "ledgers"
 class Progress(Protocol):
     """What the runner reports as it goes (the CLI draws a progress bar from it)."""
 
-    def planned(self, sessions: int, skipped: int, steps_each: int) -> None: ...
+    def planned(self, cells: Mapping[str, int], skipped: int, steps_each: int) -> None:
+        """``cells``: sessions to run in each cell."""
+
     def step_done(self, *, error: bool) -> None: ...
-    def session_done(self, status: str) -> None: ...
+    def session_done(self, cell: str, status: str) -> None: ...
 
 
 class _Quiet:
-    def planned(self, sessions: int, skipped: int, steps_each: int) -> None:
+    def planned(self, cells: Mapping[str, int], skipped: int, steps_each: int) -> None:
         pass
 
     def step_done(self, *, error: bool) -> None:
         pass
 
-    def session_done(self, status: str) -> None:
+    def session_done(self, cell: str, status: str) -> None:
         pass
 
 
@@ -262,7 +264,10 @@ class Runner:
                 self.manifest.append({"event": "abandoned", "key": plan.key, "sessionId": entry.open_session})
                 abandoned += 1
             todo.append((plan, entry.attempts + 1))
-        self.progress.planned(len(todo), skipped, self.spec.steps)
+        cells: dict[str, int] = {}
+        for plan, _ in todo:
+            cells[plan.cell.name] = cells.get(plan.cell.name, 0) + 1
+        self.progress.planned(cells, skipped, self.spec.steps)
         queue = iter(todo)
         await asyncio.gather(*(self._worker(queue) for _ in range(min(self.concurrency, len(todo)))))
         return RunSummary(len(todo), skipped, abandoned, dict(self.statuses))
@@ -271,7 +276,7 @@ class Runner:
         for plan, attempt in queue:  # one shared iterator: each plan goes to exactly one worker
             status = await self._session(plan, attempt)
             self.statuses[status] = self.statuses.get(status, 0) + 1
-            self.progress.session_done(status)
+            self.progress.session_done(plan.cell.name, status)
 
     def _model(self, name: str) -> ChatModel:
         from tickloop.models.registry import get_model  # noqa: PLC0415
