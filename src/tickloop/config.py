@@ -37,6 +37,8 @@ class TickSettings(msgspec.Struct, **_STRUCT):
     chain: bool = False
     #: name of the environment variable holding the ledger's HMAC key (keyed chain); empty: no key
     audit_key_env: str = ""
+    #: stop a run (``stop.token_budget``) once its steps' tokens pass this many (0: no budget)
+    max_tokens_per_run: Annotated[int, msgspec.Meta(ge=0)] = 0
 
 
 class OfflineModelSettings(msgspec.Struct, **_STRUCT):

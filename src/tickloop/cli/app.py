@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "operator": "tickloop.cli.operator:operator",
     "doctor": "tickloop.cli.doctor:doctor",
     "web": "tickloop.cli.web:web",
+    "experiment": "tickloop.cli.experiment:experiment",
 }
 
 

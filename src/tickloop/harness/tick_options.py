@@ -25,6 +25,7 @@ class TickOptions:
     policies: PolicySet  #: compiled and frozen at startup: later config edits cannot reach a run
     chain: bool = False
     audit_key_env: str = ""  #: the variable's name; the key itself is read only when the ledger opens
+    max_tokens_per_run: int = 0  #: 0: no budget; else ``stop.token_budget`` once a run spends more
 
     @classmethod
     def from_settings(cls, settings: TickSettings, *, cwd: Path | None = None) -> TickOptions:
@@ -48,6 +49,7 @@ class TickOptions:
             policies=policies,
             chain=settings.chain,
             audit_key_env=settings.audit_key_env,
+            max_tokens_per_run=settings.max_tokens_per_run,
         )
 
     @classmethod

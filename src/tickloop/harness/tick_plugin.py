@@ -33,12 +33,16 @@ from tickloop.protocol.ledger import (  # the rule ids live with the verifier's 
     STOP_DISPOSED,
     STOP_INCONSISTENT,
     STOP_NO_RUN,
+    STOP_TOKEN_BUDGET,
     STOP_USER,
     RecordType,
     record,
 )
 from tickloop.protocol.predicates import Decision, Next, admit, next_step
 from tickloop.protocol.run import Run, RunState
+
+#: A model that reports no usage is charged this estimate instead (and the stop record says so).
+CHARS_PER_TOKEN = 4
 
 
 class TickPlugin:
@@ -66,6 +70,8 @@ class TickPlugin:
         self._due: datetime | None = None
         self._enqueued = 0  #: steps of the current run enqueued so far
         self._last: str | None = None  #: one line about the most recent closed run, for /tick status
+        self._spent = 0  #: tokens the current run's steps used (reported, or estimated when not)
+        self._estimated = False  #: some of ``_spent`` is an estimate: the model reported no usage
 
     @property
     def run(self) -> Run | None:
@@ -112,10 +118,34 @@ class TickPlugin:
                 **terminal.usage_fields(),
                 **terminal.tool_fields(),
             )
+            if self._over_budget(turn):
+                self._close(
+                    RecordType.LOOP_STOPPED,
+                    STOP_TOKEN_BUDGET,
+                    RunState.STOPPED,
+                    tokens=self._spent,
+                    usageEstimated=self._estimated,
+                )
+                return
             self._advance()
         elif run.state is RunState.WAITING:
             self._advance()
         # SCHEDULED: the timer re-checks the whole state when it fires and cancels on any change.
+
+    def _over_budget(self, turn: Turn) -> bool:
+        """Charge the step's tokens to the run; True once the run has spent more than its budget.
+
+        The model's reported usage counts; a turn without it is charged an estimate from the text
+        (``CHARS_PER_TOKEN``), and the stop record says the total holds an estimate."""
+        terminal = turn.terminal
+        if terminal is not None and terminal.usage is not None:
+            self._spent += terminal.usage.input_tokens + terminal.usage.output_tokens
+        else:
+            reply = "" if turn.reply is None else turn.reply.text
+            self._spent += -(-(len(turn.input.text) + len(reply)) // CHARS_PER_TOKEN)
+            self._estimated = True
+        budget = self.options.max_tokens_per_run
+        return budget > 0 and self._spent > budget
 
     def dispose(self) -> None:
         if self._run is not None:
@@ -182,7 +212,7 @@ class TickPlugin:
             target_count=view.time_steps + command.count,
             resume_allowed=command.resume,
         )
-        self._run, self._enqueued = run, 0
+        self._run, self._enqueued, self._spent, self._estimated = run, 0, 0, False
         first = next_step(run, view)  # recorded here so a run that starts by waiting says so
         self._write_run(
             RecordType.LOOP_ARMED,
@@ -264,12 +294,12 @@ class TickPlugin:
         self._write_run(RecordType.TICK_CANCELLED, step=self._enqueued + 1, rule=rule)
         self._close(RecordType.LOOP_STOPPED, rule, RunState.CANCELLED)
 
-    def _close(self, kind: RecordType, rule: str, final: RunState) -> None:
+    def _close(self, kind: RecordType, rule: str, final: RunState, **extra: Any) -> None:
         run = self._run
         if run is None:
             return
         run.to(final)  # checks the transition table before anything is written
-        self._write_run(kind, rule=rule, steps=self._enqueued)
+        self._write_run(kind, rule=rule, steps=self._enqueued, **extra)
         self._last = (
             f"last run {run.run_id} {final} ({rule}) after {self._enqueued} of {run.requested} steps, "
             f"policy {run.policy.id} sha256:{run.policy.time_step_sha256[:12]}"

@@ -333,6 +333,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    #: socketserver's default backlog is 5: 64 clients connecting at once got connection resets
+    request_queue_size = 256
     state: _State
 
 

@@ -1,0 +1,141 @@
+"""The experiment runner: what it adds per step, how close it gets to an ideal server, and its memory.
+
+1. Overhead: N sessions x 8 steps on the offline model at concurrency 64, per step, as a ratio to
+   ONE session's per-step cost measured in the same run (target <= 1.2). Rounds alternate the two.
+2. Throughput: the scripted HTTP server answering each request after 50 ms, concurrency 64: the
+   achieved steps per second as a fraction of the ideal 64 / 0.05 s (target >= 0.8).
+3. Peak RSS of a `tickloop experiment run` process for 1,000 and 10,000 one-step sessions: flat in
+   the session count because results stream to disk (ratio 10k / 1k, target ~1).
+
+Run directories live in /dev/shm when it exists: the figures are about the runner, not the disk
+(every transcript and ledger record is still fsynced as in production).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tickloop.config import load_settings
+from tickloop.experiment.runner import Runner
+from tickloop.experiment.spec import parse_spec
+from tickloop.testing.openai_server import OpenAIServer, Reply
+
+ROUNDS = 3
+
+
+def _spec(sessions: int, steps: int, model: str = "offline") -> bytes:
+    return (
+        f'name = "bench"\nopening = ["Wait for time steps."]\npolicies = ["default"]\n'
+        f'models = ["{model}"]\nsteps = {steps}\nreplicates = {sessions}\n'
+    ).encode()
+
+
+def _scratch() -> Path:
+    base = "/dev/shm" if Path("/dev/shm").is_dir() else None
+    return Path(tempfile.mkdtemp(prefix="tickloop-bench-", dir=base))
+
+
+def _run(spec: bytes, *, concurrency: int, config: Path | None = None) -> tuple[float, int]:
+    """Wall seconds and steps of one run into a fresh directory."""
+    out = _scratch()
+    try:
+        settings = load_settings(env={}, path=config)
+        runner = Runner(
+            parse_spec(spec, where="bench"), out / "run", settings=settings, env={}, concurrency=concurrency
+        )
+        started = time.perf_counter()
+        summary = asyncio.run(runner.run())
+        elapsed = time.perf_counter() - started
+        assert set(summary.statuses) == {"complete"}, summary.statuses
+        steps = summary.ran * int(spec.split(b"steps = ")[1].split(b"\n")[0])
+        return elapsed, steps
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def overhead(sessions: int) -> None:
+    ratios = []
+    for _ in range(ROUNDS):
+        one_s, one_steps = _run(_spec(1, 8), concurrency=1)
+        many_s, many_steps = _run(_spec(sessions, 8), concurrency=64)
+        ratios.append((many_s / many_steps) / (one_s / one_steps))
+    print(
+        f"overhead per step, {sessions} sessions x 8 steps at concurrency 64 vs one session: "
+        f"ratio {sorted(ratios)[len(ratios) // 2]:.3f} (min {min(ratios):.3f} max {max(ratios):.3f})"
+        "  target <= 1.2"
+    )
+
+
+def throughput(sessions: int) -> None:
+    import openai  # noqa: F401, PLC0415  (the SDK's one-time import is start-up, not throughput)
+
+    fractions = []
+    with OpenAIServer(default=Reply.text("ok", chunks=1, chunk_delay=0.05)) as server:
+        config = _scratch() / "config.toml"
+        config.write_text(
+            f'[model.endpoints.scripted]\nbaseUrl = "{server.base_url}"\nmodel = "tickloop-test"\n'
+        )
+        for _ in range(ROUNDS):
+            wall, steps = _run(_spec(sessions, 4, "scripted"), concurrency=64, config=config)
+            # Each session also makes one opening request: count every request the server answered.
+            requests = steps + sessions
+            fractions.append((requests / wall) / (64 / 0.05))
+        shutil.rmtree(config.parent, ignore_errors=True)
+    print(
+        f"requests/s vs ideal 64/0.05s with a 50 ms server, {sessions} sessions: fraction "
+        f"{sorted(fractions)[len(fractions) // 2]:.3f} (min {min(fractions):.3f} max {max(fractions):.3f})  "
+        "target >= 0.8"
+    )
+
+
+def peak_rss(sessions: int) -> int:
+    """KiB of peak RSS of a `tickloop experiment run` child process."""
+    scratch = _scratch()
+    try:
+        (scratch / "spec.toml").write_bytes(_spec(sessions, 1))
+        (scratch / "config.toml").write_text("")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TICKLOOP_")}
+        env["TICKLOOP_CONFIG"] = str(scratch / "config.toml")
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tickloop",
+                "experiment",
+                "run",
+                "spec.toml",
+                "--out",
+                "run",
+                "--concurrency",
+                "64",
+            ],
+            cwd=scratch,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        _, status, usage = os.wait4(child.pid, 0)  # this child's own peak, not the max of all children
+        child.returncode = os.waitstatus_to_exitcode(status)
+        assert child.returncode == 0, child.returncode
+        return int(usage.ru_maxrss)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run(*, quick: bool = False) -> None:
+    overhead(100 if quick else 1000)
+    throughput(64 if quick else 640)
+    small, large = (100, 1000) if quick else (1000, 10_000)
+    low = peak_rss(small)
+    high = peak_rss(large)
+    print(
+        f"peak RSS {large} sessions {high / 1024:.1f} MiB vs {small} sessions {low / 1024:.1f} MiB: "
+        f"ratio {high / low:.3f}  target ~1 (flat)"
+    )

@@ -1,0 +1,160 @@
+"""``tickloop experiment run|export|report|k8s``: thin commands over ``tickloop.experiment``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tickloop.inert import inert
+
+_DIR = click.Path(path_type=Path, file_okay=False)
+
+
+@click.group()
+def experiment() -> None:
+    """Run the Tick Protocol over many sessions x policies x models; export and plot the result."""
+
+
+@experiment.command()
+@click.argument("spec_path", metavar="SPEC.toml", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--out", type=_DIR, help="Run directory (default: ./experiments/<name>).")
+@click.option("--concurrency", type=click.IntRange(1, 4096), default=8, show_default=True)
+@click.option("--per-endpoint", type=click.IntRange(1, 4096), help="Concurrent requests per model endpoint.")
+@click.option("--shard", default="1/1", show_default=True, help="Run the K-th of N deterministic shares.")
+def run(spec_path: Path, out: Path | None, concurrency: int, per_endpoint: int | None, shard: str) -> None:
+    """Run every session of SPEC.toml (complete ones are skipped when run again)."""
+    from tickloop.config import load_settings  # noqa: PLC0415
+    from tickloop.experiment.runner import Runner  # noqa: PLC0415
+    from tickloop.experiment.spec import Shard, load_spec  # noqa: PLC0415
+
+    settings = load_settings()
+    spec = load_spec(spec_path, configured=dict(settings.tick.policies))
+    target = out if out is not None else Path("experiments") / spec.name
+    bar = _Bar()
+    runner = Runner(
+        spec,
+        target,
+        settings=settings,
+        env=os.environ,
+        concurrency=concurrency,
+        per_endpoint=per_endpoint,
+        shard=Shard.parse(shard),
+        progress=bar,
+    )
+    with bar:
+        summary = asyncio.run(runner.run())
+    statuses = ", ".join(f"{k} {v}" for k, v in sorted(summary.statuses.items())) or "none"
+    click.echo(
+        f"{spec.name}: ran {summary.ran} sessions ({statuses}); skipped {summary.skipped} complete; "
+        f"{summary.abandoned} abandoned attempts re-run as new sessions -> {target}"
+    )
+
+
+class _Bar:
+    """A rich progress bar of sessions and steps with a live error count (stderr)."""
+
+    def __enter__(self) -> _Bar:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn  # noqa: PLC0415
+
+        self._progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[note]}"),
+        )
+        self._progress.__enter__()
+        self._cells = self._progress.add_task("cells", total=None, note="")
+        self._sessions = self._progress.add_task("sessions", total=None, note="")
+        self._steps = self._progress.add_task("steps", total=None, note="errors 0")
+        self._errors = 0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.__exit__(None, None, None)
+
+    def planned(self, cells: Mapping[str, int], skipped: int, steps_each: int) -> None:
+        self._left = dict(cells)
+        sessions = sum(cells.values())
+        self._progress.update(self._cells, total=len(cells))
+        self._progress.update(self._sessions, total=sessions, note=f"({skipped} already complete)")
+        self._progress.update(self._steps, total=sessions * steps_each)
+
+    def step_done(self, *, error: bool) -> None:
+        self._errors += error
+        self._progress.update(self._steps, advance=1, note=f"errors {self._errors}")
+
+    def session_done(self, cell: str, status: str) -> None:  # noqa: ARG002  (the manifest records it)
+        self._progress.update(self._sessions, advance=1)
+        self._left[cell] -= 1
+        if self._left[cell] == 0:
+            self._progress.update(self._cells, advance=1)
+
+
+@experiment.command("export")
+@click.argument("dirs", nargs=-1, required=True, type=_DIR)
+@click.option(
+    "--format", "fmt", type=click.Choice(["parquet", "jsonl", "csv"]), default="parquet", show_default=True
+)
+@click.option("--out", type=_DIR, help="Where to write (default: DIR/export).")
+@click.option("--no-redact", is_flag=True, help="Export raw text and details. Never publish such an export.")
+@click.option(
+    "--keep-text", is_flag=True, help="Keep reply text (scrubbed) instead of its sha256 and length."
+)
+def export_command(
+    dirs: tuple[Path, ...], fmt: Any, out: Path | None, *, no_redact: bool, keep_text: bool
+) -> None:
+    """Export run directories (shards of one run merge) as one dataset, redacted by default."""
+    from tickloop.experiment.export import export  # noqa: PLC0415
+
+    target = out if out is not None else dirs[0] / "export"
+    counts = export(list(dirs), target, fmt, redact=not no_redact, keep_text=keep_text)
+    click.echo(f"{counts['sessions']} sessions, {counts['steps']} steps -> {target} (see REDACTION.md)")
+
+
+@experiment.command()
+@click.argument("dirs", nargs=-1, required=True, type=_DIR)
+@click.option(
+    "--html", "html_path", type=click.Path(path_type=Path, dir_okay=False), help="Write one HTML file."
+)
+@click.option("--plots", "plots_dir", type=_DIR, help="Where the PNG plots go (default: DIR/plots).")
+def report(dirs: tuple[Path, ...], html_path: Path | None, plots_dir: Path | None) -> None:
+    """Print the summary table per cell and write PNG plots (and, with --html, one shareable file)."""
+    from rich.console import Console  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
+    from tickloop.experiment.report import html_report, plots, summarise, table  # noqa: PLC0415
+
+    name, cells = summarise(list(dirs))
+    head, *body = table(cells)
+    shown = Table(*(inert(h) for h in head), title=inert(name))
+    for row in body:
+        shown.add_row(*(inert(v, keep_newlines=False) for v in row))
+    Console().print(shown)
+    images = plots(cells, plots_dir if plots_dir is not None else dirs[0] / "plots")
+    for image in images:
+        click.echo(f"plot {image}")
+    if html_path is not None:
+        html_path.write_text(html_report(name, [head, *body], images), encoding="utf-8")
+        click.echo(f"report {html_path}")
+
+
+@experiment.command()
+@click.argument("spec_path", metavar="SPEC.toml", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--image", required=True, help="Container image with tickloop installed.")
+@click.option("--shards", type=click.IntRange(1, 10_000), required=True)
+@click.option(
+    "--claim", default="tickloop-experiments", show_default=True, help="PersistentVolumeClaim name."
+)
+def k8s(spec_path: Path, image: str, shards: int, claim: str) -> None:
+    """Print a ConfigMap and an Indexed Job that run SPEC.toml in SHARDS pods (kubectl apply -f -)."""
+    from tickloop.config import load_settings  # noqa: PLC0415
+    from tickloop.experiment.k8s import indexed_job  # noqa: PLC0415
+    from tickloop.experiment.spec import load_spec  # noqa: PLC0415
+
+    spec = load_spec(spec_path, configured=dict(load_settings().tick.policies))
+    click.echo(indexed_job(spec, image=image, shards=shards, claim=claim), nl=False)

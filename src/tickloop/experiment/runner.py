@@ -1,0 +1,346 @@
+"""Run an experiment: every session of the grid is a real harness session, scheduled with bounds.
+
+The runner only schedules. Each session is what ``tickloop chat`` would do with the same input: the
+same Agent, tick plugin, transcript and ledger (``open_chat_agent``), fed the spec's opening turns
+and then ``/tick STEPS --policy ID``. Results stream to disk as each session ends, so memory does
+not grow with the session count.
+
+The run directory::
+
+    spec.toml, spec.sha256          the spec as given, and its digest
+    sessions/session-<id>.jsonl     one transcript per session
+    ledgers/session-<id>.jsonl      one ledger per session (tickloop.audit.v1)
+    manifest.jsonl                  started / finished / abandoned records, one JSON object a line
+
+Resuming: a key with a ``finished`` record is skipped. A key ``started`` but never finished (the
+process died) gets an ``abandoned`` record and runs afresh as a NEW session (``-a2``); it is never
+resumed silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from tickloop.audit import read_ledger, session_file_name
+from tickloop.config import Settings
+from tickloop.errors import ConfigError
+from tickloop.experiment.spec import ALL, SessionPlan, Shard, Spec
+from tickloop.harness.events import AgentEvent, TextStreamed, TurnEnded, TurnStarted
+from tickloop.models.base import ChatMessage, ChatModel, Completion, StreamEvent
+
+MANIFEST = "manifest.jsonl"
+SESSIONS = "sessions"
+LEDGERS = "ledgers"
+
+
+class Progress(Protocol):
+    """What the runner reports as it goes (the CLI draws a progress bar from it)."""
+
+    def planned(self, cells: Mapping[str, int], skipped: int, steps_each: int) -> None:
+        """``cells``: sessions to run in each cell."""
+
+    def step_done(self, *, error: bool) -> None: ...
+    def session_done(self, cell: str, status: str) -> None: ...
+
+
+class _Quiet:
+    def planned(self, cells: Mapping[str, int], skipped: int, steps_each: int) -> None:
+        pass
+
+    def step_done(self, *, error: bool) -> None:
+        pass
+
+    def session_done(self, cell: str, status: str) -> None:
+        pass
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    """What one ``run`` did."""
+
+    ran: int
+    skipped: int
+    abandoned: int
+    statuses: dict[str, int]
+
+
+class Manifest:
+    """``manifest.jsonl``: append-only, one record a line, each flushed and fsynced."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def read(self) -> Iterator[dict[str, Any]]:
+        if not self.path.exists():
+            return
+        with self.path.open("rb") as handle:
+            for lineno, line in enumerate(handle, 1):
+                if not line.endswith(b"\n"):
+                    return  # a torn tail from a crash: that session was never finished
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    raise ConfigError(f"{self.path}:{lineno}: not a JSON record") from None
+                if not isinstance(rec, dict):
+                    raise ConfigError(f"{self.path}:{lineno}: not a JSON object")
+                yield rec
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        line = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@dataclass(slots=True)
+class _KeyState:
+    attempts: int = 0
+    open_session: str | None = None
+    finished: bool = False
+
+
+def manifest_state(manifest: Manifest) -> dict[str, _KeyState]:
+    """Per session key: attempts so far, an attempt left open, and whether one finished."""
+    state: dict[str, _KeyState] = {}
+    for rec in manifest.read():
+        key = str(rec.get("key", ""))
+        entry = state.setdefault(key, _KeyState())
+        event = rec.get("event")
+        if event == "started":
+            entry.attempts = max(entry.attempts, int(rec.get("attempt", 1)))
+            entry.open_session = str(rec.get("sessionId"))
+        elif event == "finished":
+            entry.finished, entry.open_session = True, None
+        elif event == "abandoned":
+            entry.open_session = None
+    return state
+
+
+def prepare_dir(spec: Spec, out: Path) -> None:
+    """Create the run directory, or check that it holds this same spec."""
+    out.mkdir(parents=True, exist_ok=True, mode=0o700)
+    digest = out / "spec.sha256"
+    if digest.exists():
+        held = digest.read_text(encoding="utf-8").strip()
+        if held != spec.sha256:
+            raise ConfigError(
+                f"{out} holds a run of another spec ({held}); this spec is {spec.sha256}: use another --out"
+            )
+    else:
+        (out / "spec.toml").write_bytes(spec.source)
+        digest.write_text(spec.sha256 + "\n", encoding="utf-8")
+    for sub in (SESSIONS, LEDGERS):
+        (out / sub).mkdir(exist_ok=True, mode=0o700)
+
+
+class _LimitedModel:
+    """A model whose concurrent requests are bounded by a semaphore shared per endpoint."""
+
+    def __init__(self, model: ChatModel, gate: asyncio.Semaphore) -> None:
+        self._model, self._gate = model, gate
+        self.name, self.label = model.name, model.label
+
+    async def stream(
+        self, messages: Sequence[ChatMessage], *args: Any, **kwargs: Any
+    ) -> AsyncIterator[StreamEvent]:
+        async with self._gate:
+            async for event in self._model.stream(messages, *args, **kwargs):
+                yield event
+
+    async def complete(
+        self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, Any] | None = None
+    ) -> Completion:
+        async with self._gate:
+            return await self._model.complete(messages, json_schema=json_schema)
+
+    def keep_connections(self) -> None:
+        self._model.keep_connections()
+
+    async def aclose(self) -> None:
+        await self._model.aclose()
+
+
+@dataclass(slots=True)
+class StepMeter:
+    """Listens to one session's agent and measures each time step's turn."""
+
+    progress: Progress
+    started: float = field(default_factory=time.monotonic)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    _current: dict[str, Any] | None = None
+    _t0: float = 0.0
+    _text: list[str] = field(default_factory=list)
+
+    def __call__(self, event: AgentEvent) -> None:
+        now = time.monotonic()
+        if isinstance(event, TurnStarted):
+            step = event.turn.input.meta.get("step")
+            self._current = None
+            if isinstance(step, int):
+                self._current = {"step": step, "turn": event.turn.number, "startMs": _ms(now - self.started)}
+                self._t0, self._text = now, []
+        elif isinstance(event, TextStreamed) and self._current is not None:
+            if not self._text:
+                self._current["ttftMs"] = _ms(now - self._t0)
+            self._text.append(event.text)
+        elif isinstance(event, TurnEnded) and self._current is not None:
+            self._end(event, now)
+
+    def _end(self, event: TurnEnded, now: float) -> None:
+        assert self._current is not None
+        terminal, text = event.terminal, "".join(self._text)
+        usage = terminal.usage
+        self._current.update(
+            status=str(terminal.status),
+            latencyMs=_ms(now - self._t0),
+            inputTokens=None if usage is None else usage.input_tokens,
+            outputTokens=None if usage is None else usage.output_tokens,
+            usageReported=usage is not None,
+            chars=len(text),
+            words=len(text.split()),
+        )
+        self._current.setdefault("ttftMs", None)
+        self.steps.append(self._current)
+        self.progress.step_done(error=str(terminal.status) != "completed")
+        self._current = None
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
+class Runner:
+    """Schedules the sessions of one spec into one run directory."""
+
+    def __init__(
+        self,
+        spec: Spec,
+        out: Path,
+        *,
+        settings: Settings,
+        env: Mapping[str, str],
+        concurrency: int = 8,
+        per_endpoint: int | None = None,
+        shard: Shard = ALL,
+        progress: Progress | None = None,
+    ) -> None:
+        if not 1 <= concurrency <= 4096:
+            raise ConfigError(f"--concurrency {concurrency}: expected 1..4096")
+        self.spec, self.out, self.settings, self.env = spec, out, settings, env
+        self.concurrency, self.shard = concurrency, shard
+        self.per_endpoint = per_endpoint or concurrency
+        self.progress: Progress = progress or _Quiet()
+        self.manifest = Manifest(out / MANIFEST)
+        self._gates: dict[str, asyncio.Semaphore] = {}
+        self.statuses: dict[str, int] = {}
+
+    async def run(self) -> RunSummary:
+        from tickloop.models.registry import get_model  # noqa: PLC0415
+
+        for name in self.spec.models:  # an unknown endpoint fails before anything runs
+            get_model(name, self.settings, self.env)
+        prepare_dir(self.spec, self.out)
+        state = manifest_state(self.manifest)
+        todo: list[tuple[SessionPlan, int]] = []
+        skipped = abandoned = 0
+        for plan in self.spec.sessions():
+            if not self.shard.owns(plan):
+                continue
+            entry = state.get(plan.key, _KeyState())
+            if entry.finished:
+                skipped += 1
+                continue
+            if entry.open_session is not None:
+                self.manifest.append({"event": "abandoned", "key": plan.key, "sessionId": entry.open_session})
+                abandoned += 1
+            todo.append((plan, entry.attempts + 1))
+        cells: dict[str, int] = {}
+        for plan, _ in todo:
+            cells[plan.cell.name] = cells.get(plan.cell.name, 0) + 1
+        self.progress.planned(cells, skipped, self.spec.steps)
+        queue = iter(todo)
+        await asyncio.gather(*(self._worker(queue) for _ in range(min(self.concurrency, len(todo)))))
+        return RunSummary(len(todo), skipped, abandoned, dict(self.statuses))
+
+    async def _worker(self, queue: Iterator[tuple[SessionPlan, int]]) -> None:
+        for plan, attempt in queue:  # one shared iterator: each plan goes to exactly one worker
+            status = await self._session(plan, attempt)
+            self.statuses[status] = self.statuses.get(status, 0) + 1
+            self.progress.session_done(plan.cell.name, status)
+
+    def _model(self, name: str) -> ChatModel:
+        from tickloop.models.registry import get_model  # noqa: PLC0415
+
+        gate = self._gates.setdefault(name, asyncio.Semaphore(self.per_endpoint))
+        return _LimitedModel(get_model(name, self.settings, self.env), gate)
+
+    async def _session(self, plan: SessionPlan, attempt: int) -> str:
+        from tickloop.harness import TickOptions, open_chat_agent  # noqa: PLC0415
+
+        spec, session_id = self.spec, plan.session_id(self.spec.name, attempt)
+        base = {"key": plan.key, "sessionId": session_id}
+        self.manifest.append(
+            {**base, "event": "started", "attempt": attempt, "cell": plan.cell.name,
+             "model": plan.cell.model, "policy": plan.cell.policy, "replicate": plan.replicate}
+        )  # fmt: skip
+        options = TickOptions(
+            default_ticks=spec.steps,
+            delay_ms=spec.delay_ms,
+            audit_dir=self.out / LEDGERS,
+            default_policy=plan.cell.policy,
+            policies=spec.policies,
+            max_tokens_per_run=spec.max_tokens_per_session,
+        )
+        meter = StepMeter(self.progress)
+        error: str | None = None
+        try:
+            agent = open_chat_agent(
+                self._model(plan.cell.model),
+                sessions_dir=self.out / SESSIONS,
+                session_id=session_id,
+                tick=options,
+                listeners=[meter],
+            )
+            await agent.start()
+            try:
+                for line in spec.opening:
+                    agent.submit(line)
+                    await agent.wait_idle()
+                agent.submit(f"/tick {spec.steps} --policy {plan.cell.policy}")
+                await agent.wait_idle()
+            finally:
+                await agent.close()
+        except Exception as exc:  # noqa: BLE001  (one broken session must not end the run; it is recorded)
+            error = f"{type(exc).__name__}: {exc}"
+        status, rule = (
+            ("crashed", None) if error else _ending(self.out / LEDGERS / session_file_name(session_id))
+        )
+        self.manifest.append(
+            {**base, "event": "finished", "status": status, "endRule": rule, "error": error,
+             "wallMs": _ms(time.monotonic() - meter.started), "steps": meter.steps}
+        )  # fmt: skip
+        return status
+
+
+def _ending(ledger: Path) -> tuple[str, str | None]:
+    """How the session's tick run ended, from its ledger: complete, stopped, or refused."""
+    status, rule = "no_run", None
+    for rec in read_ledger(ledger).records():
+        kind = rec.get("type")
+        if kind == "loop_complete":
+            status, rule = "complete", rec.get("rule")
+        elif kind == "loop_stopped":
+            status, rule = "stopped", rec.get("rule")
+        elif kind == "command_rejected":
+            status, rule = "refused", rec.get("rule")
+    return status, None if rule is None else str(rule)
