@@ -1,15 +1,16 @@
 -- PostgreSQL's own queries.
 
 -- name: claim_intents
--- SKIP LOCKED: concurrent executors each lock different rows instead of queueing on the same ones;
--- the outer status test re-checks the row after the lock, so a claim is compare-and-set.
+-- SKIP LOCKED: concurrent executors each lock different rows instead of queueing on the same ones.
+-- Compare-and-set without a second status test: FOR UPDATE re-checks the inner WHERE against the
+-- newest version of each row it locks (a row changed since the statement began is dropped), and a
+-- locked row cannot change before this UPDATE (tests/integration/store/test_claim_lock.py).
 UPDATE intents
 SET status = 'claimed', claim_prior = status, claim_owner = :owner, claimed_at = :now, updated_at = :now
 WHERE id IN (SELECT id FROM intents
              WHERE profile = :profile AND status IN ('ready', 'approved') AND created_at >= :since
              ORDER BY id LIMIT :limit
              FOR UPDATE SKIP LOCKED)
-  AND status IN ('ready', 'approved')
 RETURNING *;
 
 -- name: finish_and_send
