@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from statistics import median
 
 
 def rate(fn: Callable[[], None], *, seconds: float = 1.0, min_calls: int = 10) -> float:
@@ -30,4 +31,19 @@ def report(name: str, value: float, baseline: float, *, target: str = "", unit: 
     ratio = value / baseline if baseline else float("inf")
     suffix = f"  target {target}" if target else ""
     print(f"{name:<48} {value:>14,.1f}{unit}  baseline {baseline:>14,.1f}{unit}  ratio {ratio:6.3f}{suffix}")
+    return ratio
+
+
+def report_rounds(
+    name: str, values: list[float], baselines: list[float], *, target: str = "", unit: str = "/s"
+) -> float:
+    """Like ``report``, for rounds that alternated value and baseline: the median of each, and the
+    ratio's min-max over the rounds (each round's value against its own baseline)."""
+    value, baseline = median(values), median(baselines)
+    ratio = value / baseline if baseline else float("inf")
+    per_round = [v / b for v, b in zip(values, baselines, strict=True) if b]
+    spread = f" ({min(per_round):.3f}-{max(per_round):.3f}, {len(per_round)} rounds)" if per_round else ""
+    suffix = f"  target {target}" if target else ""
+    figures = f"{value:>14,.1f}{unit}  baseline {baseline:>14,.1f}{unit}  ratio {ratio:6.3f}"
+    print(f"{name:<48} {figures}{spread}{suffix}")
     return ratio
