@@ -37,13 +37,14 @@ def report(name: str, value: float, baseline: float, *, target: str = "", unit: 
 def report_rounds(
     name: str, values: list[float], baselines: list[float], *, target: str = "", unit: str = "/s"
 ) -> float:
-    """Like ``report``, for rounds that alternated value and baseline: the median of each, and the
-    ratio's min-max over the rounds (each round's value against its own baseline)."""
-    value, baseline = median(values), median(baselines)
-    ratio = value / baseline if baseline else float("inf")
-    per_round = [v / b for v, b in zip(values, baselines, strict=True) if b]
-    spread = f" ({min(per_round):.3f}-{max(per_round):.3f}, {len(per_round)} rounds)" if per_round else ""
+    """Like ``report``, for rounds that alternated value and baseline: the medians of each, and the
+    ratio as the median of the rounds' own ratios (each round's value against the baseline measured
+    next to it) with their min-max, so a slow spell of a shared machine weighs on both sides."""
+    per_round = sorted(v / b for v, b in zip(values, baselines, strict=True) if b)
+    ratio = median(per_round) if per_round else float("inf")
+    spread = f" ({per_round[0]:.3f}-{per_round[-1]:.3f}, {len(per_round)} rounds)" if per_round else ""
     suffix = f"  target {target}" if target else ""
+    value, baseline = median(values), median(baselines)
     figures = f"{value:>14,.1f}{unit}  baseline {baseline:>14,.1f}{unit}  ratio {ratio:6.3f}"
     print(f"{name:<48} {figures}{spread}{suffix}")
     return ratio

@@ -160,7 +160,7 @@ def _reads(backend: str, *, quick: bool) -> None:
     before any timing; then rounds alternate between them, so a slow spell of the shared machine
     hits both alike. The figure is the ratio of the medians, with its min-max over the rounds."""
     small, large = 1_000, (100_000 if quick else 1_000_000)
-    rounds, seconds = (4, 0.2) if quick else (12, 0.4)
+    rounds, seconds = (4, 0.2) if quick else (30, 0.25)
     with _database(backend) as small_url, _database(backend) as large_url:
         if small_url is None or large_url is None:
             return
@@ -178,9 +178,12 @@ def _reads(backend: str, *, quick: bool) -> None:
             for read in reads:  # warm both: connections, caches
                 _ms(read, seconds=seconds)
             at_small, at_large = [], []
-            for _ in range(rounds):
-                at_small.append(_ms(reads[0], seconds=seconds))
-                at_large.append(_ms(reads[1], seconds=seconds))
+            for n in range(rounds):  # ABBA: each side goes first in every other round
+                first, second = (0, 1) if n % 2 == 0 else (1, 0)
+                timed = {first: _ms(reads[first], seconds=seconds)}
+                timed[second] = _ms(reads[second], seconds=seconds)
+                at_small.append(timed[0])
+                at_large.append(timed[1])
         finally:
             for store in stores:
                 store.close()
