@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import PERSON, SENDER, MailSink
+SENDER = "operator@example.com"  # the sink accepts any; smtp.senders allows this one
+PERSON = "person@example.com"
 
 
 def _env(tmp_path: Path, port: int) -> dict[str, str]:
@@ -44,7 +45,7 @@ def _intents(env: dict[str, str]) -> list[dict[str, Any]]:
     return listed
 
 
-def test_an_email_added_by_hand_waits_is_approved_and_arrives(tmp_path: Path, mail_sink: MailSink) -> None:
+def test_an_email_added_by_hand_waits_is_approved_and_arrives(tmp_path: Path, mail_sink: Any) -> None:
     """`intents add` of an email waits for approval, nothing is sent before `approve`, and after it a
     live executor (TICKLOOP_DRY_RUN=0) delivers the message to the SMTP server."""
     env = _env(tmp_path, mail_sink.port)
