@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from statistics import median
 
 
 def rate(fn: Callable[[], None], *, seconds: float = 1.0, min_calls: int = 10) -> float:
@@ -36,9 +37,14 @@ def report(name: str, value: float, baseline: float, *, target: str = "", unit: 
 def report_rounds(
     name: str, values: list[float], baselines: list[float], *, target: str = "", unit: str = "/s"
 ) -> float:
-    """``report`` on the medians of paired rounds, then the per-round ratios' min-max."""
-    ratios = sorted(v / b for v, b in zip(values, baselines, strict=True) if b)
-    ratio = report(name, sorted(values)[len(values) // 2], sorted(baselines)[len(baselines) // 2],
-                   target=target, unit=unit)  # fmt: skip
-    print(f"{'':<48} ratio per round min-max {ratios[0]:.3f}-{ratios[-1]:.3f} over {len(ratios)} rounds")
+    """Like ``report``, for rounds that alternated value and baseline: the medians of each, and the
+    ratio as the median of the rounds' own ratios (each round's value against the baseline measured
+    next to it) with their min-max, so a slow spell of a shared machine weighs on both sides."""
+    per_round = sorted(v / b for v, b in zip(values, baselines, strict=True) if b)
+    ratio = median(per_round) if per_round else float("inf")
+    spread = f" ({per_round[0]:.3f}-{per_round[-1]:.3f}, {len(per_round)} rounds)" if per_round else ""
+    suffix = f"  target {target}" if target else ""
+    value, baseline = median(values), median(baselines)
+    figures = f"{value:>14,.1f}{unit}  baseline {baseline:>14,.1f}{unit}  ratio {ratio:6.3f}"
+    print(f"{name:<48} {figures}{spread}{suffix}")
     return ratio

@@ -24,7 +24,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from tickloop.testing.store_load import seed_intents, seed_progress
+from bench.store_load import seed_intents, seed_progress
 
 from bench._util import percentile
 from bench.bench_store import _analyze, _database

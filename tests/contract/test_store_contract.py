@@ -506,11 +506,25 @@ def test_note_search_matches_all_words(store: Store) -> None:
     assert store.search_notes("p", "  ") == []
 
 
-@pytest.mark.parametrize("query", ['"', "NEAR(a b)", "a OR b*", "') OR 1=1 --", "col:report", "^report"])
-def test_note_search_treats_operators_as_text(store: Store, query: str) -> None:
-    """Search syntax and SQL in a query never raise: they are just words (or nothing)."""
-    store.add_note("p", "a report", now=NOW)
-    assert isinstance(store.search_notes("p", query), list)
+_LITERAL_NOTES = ["near a b", "a or b", "col report", "a report", "1 or 1"]
+
+
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [
+        ('"', []),
+        ("NEAR(a b)", ["near a b"]),
+        ("a OR b*", ["a or b"]),
+        ("') OR 1=1 --", ["1 or 1"]),
+        ("col:report", ["col report"]),
+        ("^report", ["a report", "col report"]),
+    ],
+)
+def test_note_search_treats_operators_as_text(store: Store, query: str, found: list[str]) -> None:
+    """Search syntax and SQL in a query are just words: the notes holding every word match, no more."""
+    for text in _LITERAL_NOTES:
+        store.add_note("p", text, now=NOW)
+    assert sorted(n.text for n in store.search_notes("p", query)) == found
 
 
 def test_critiques_keep_last_three_per_goal(store: Store) -> None:

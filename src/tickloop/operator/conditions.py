@@ -16,6 +16,8 @@ from typing import Annotated
 
 import msgspec
 
+from tickloop.operator.ping import check_ping_url
+
 
 class Condition(StrEnum):
     """What the monitor watches for."""
@@ -45,6 +47,14 @@ class MonitorSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, r
     board_frozen_cooldown_min: _MINUTES = 720
     #: minutes to back off after the monitor itself failed
     error_backoff_min: _MINUTES = 30
+    #: healthchecks-style heartbeat: each run POSTs ``URL/start``, then ``URL`` or ``URL/fail``;
+    #: empty: no pings. Global only (a per-profile value is ignored)
+    ping_url: str = ""
+    #: seconds each ping may take; a failed ping is logged and never fails the monitor
+    ping_timeout_s: Annotated[float, msgspec.Meta(gt=0, le=30)] = 5.0
+
+    def __post_init__(self) -> None:
+        check_ping_url(self.ping_url, where="monitor.pingUrl")
 
     def cooldown(self, condition: Condition) -> timedelta:
         return timedelta(minutes=getattr(self, f"{condition.value}_cooldown_min"))

@@ -34,6 +34,7 @@ from tickloop.operator.conditions import (
 )
 from tickloop.operator.domain import ConditionState
 from tickloop.operator.notices import Notifier, dashboard_link, profile_section, validate_profile_overrides
+from tickloop.operator.ping import PingEvent, ping
 from tickloop.operator.store import Store
 
 #: how sure the monitor is that a firing condition deserves the person's attention (above tau* 0.8).
@@ -233,16 +234,19 @@ def run_monitor(
         return None
     backoff = timedelta(minutes=MonitorSettings().error_backoff_min)
     store: Store | None = None
+    beat = MonitorSettings()  # no pings until the settings are read
     try:
         settings = load_settings()
-        backoff = timedelta(
-            minutes=profile_section(settings, "", "monitor", MonitorSettings).error_backoff_min
-        )
+        beat = profile_section(settings, "", "monitor", MonitorSettings)
+        backoff = timedelta(minutes=beat.error_backoff_min)
+        _ping(beat, PingEvent.START, "", log)
         validate_profile_overrides(settings)  # a typo fails this run, not the first alert
         store = open_store()
         report = monitor_pass(store, settings, now=now, env=env, profiles=profiles)
     except Exception as exc:  # noqa: BLE001  (the monitor must never crash-loop)
-        _failed(f"{type(exc).__name__}: {exc}", store, profiles, path, now, backoff, log)
+        message = f"{type(exc).__name__}: {exc}"
+        _failed(message, store, profiles, path, now, backoff, log)
+        _ping(beat, PingEvent.FAIL, message, log)
         return None
     finally:
         if store is not None:
@@ -250,7 +254,16 @@ def run_monitor(
     for error in report.errors:
         log(f"monitor: {error}")
     path.unlink(missing_ok=True)
+    summary = f"{report.profiles} profile(s) flagged, {len(report.notices)} notice(s)"
+    if report.errors:  # a profile the pass could not handle: the heartbeat says so
+        _ping(beat, PingEvent.FAIL, "\n".join([summary, *report.errors]), log)
+    else:
+        _ping(beat, PingEvent.SUCCESS, summary, log)
     return report
+
+
+def _ping(settings: MonitorSettings, event: PingEvent, body: str, log: Log) -> None:
+    ping(settings.ping_url, event, timeout_s=settings.ping_timeout_s, body=body, log=log)
 
 
 def _failed(  # noqa: PLR0917  (private; one call site)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -147,12 +148,77 @@ def test_the_time_limit_kills_the_whole_process_group(jail: Path) -> None:
     assert not late.exists()
 
 
-def test_output_beyond_the_cap_is_discarded_and_flagged(jail: Path) -> None:
-    """Only the first outputCapBytes of output are kept, and the result says it was truncated."""
-    outcome = _run(jail, {"argv": [PY, "-c", "print('x' * 200000)"]}, output_cap_bytes=1000)
-    assert outcome.status is HandlerStatus.SENT
+def test_output_beyond_the_cap_kills_the_group_and_says_so(jail: Path) -> None:
+    """Only the first outputCapBytes are kept; a program still writing past them is killed: output_cap."""
+    script = "import sys; [sys.stdout.write('x' * 4096) for _ in iter(int, 1)]"
+    started = time.monotonic()
+    outcome = _run(jail, {"argv": [PY, "-c", script]}, output_cap_bytes=1000, timeout_s=30)
+    assert time.monotonic() - started < 10  # the cap ended it, not the 30 s limit
+    assert outcome.status is HandlerStatus.FAILED
     assert outcome.details["output"] == "x" * 1000
-    assert outcome.details["truncated"] is True
+    assert (outcome.details["truncated"], outcome.details["ending"]) == (True, "output_cap")
+    assert (outcome.details["timed_out"], outcome.details["exit_code"]) == (False, -9)
+
+
+def test_trivial_programs_are_always_recorded_completed(jail: Path) -> None:
+    """200 runs of an allowlisted program that exits at once all end sent with exit code 0, never -9.
+
+    The output ends a moment before the process exits; recording that moment as a kill was the bug.
+    """
+    ls, touch = shutil.which("ls"), shutil.which("touch")
+    assert ls is not None
+    assert touch is not None
+    settings = HandlerSettings(workspace=WorkspaceSettings(jail=str(jail), programs=[ls, touch]))
+    endings = []
+    for n in range(200):
+        argv = [touch, f"sub/t{n}"] if n % 2 else [ls, "sub"]
+        request = HandlerRequest(
+            intent_id=n,
+            action_type="workspace_task",
+            title="t",
+            now=_now(),
+            payload={"argv": argv},
+            dry_run=False,
+        )
+        outcome = workspace_task(request, HandlerContext(settings=settings))
+        endings.append((outcome.status, outcome.details["exit_code"], outcome.details.get("ending")))
+    assert endings == [(HandlerStatus.SENT, 0, "exited")] * 200
+    assert len(list((jail / "sub").glob("t*"))) == 100
+
+
+def test_a_program_that_closes_its_output_and_keeps_running_is_timed_out(jail: Path) -> None:
+    """The end of the output is not the end of the program: it is waited for, then killed at the limit."""
+    marker = jail / "sub" / "still-running.txt"
+    (jail / "quiet.py").write_text(
+        "import os, time, pathlib\nos.close(1)\nos.close(2)\ntime.sleep(1.0)\n"
+        "pathlib.Path('sub/still-running.txt').write_text('x')\ntime.sleep(30)\n"
+    )
+    started = time.monotonic()
+    outcome = _run(jail, {"argv": [PY, "quiet.py"]}, timeout_s=6.0)
+    waited = time.monotonic() - started
+    assert marker.exists()  # it was not killed when its output ended
+    assert 6.0 <= waited < 20
+    assert outcome.status is HandlerStatus.FAILED
+    assert (outcome.details["ending"], outcome.details["timed_out"], outcome.details["exit_code"]) == (
+        "timed_out",
+        True,
+        -9,
+    )
+
+
+def test_a_program_that_exits_after_closing_its_output_keeps_its_exit_code(jail: Path) -> None:
+    """A program that closes its output, works on, then exits 0 within the limit is sent, not killed."""
+    (jail / "quiet.py").write_text(
+        "import os, time, pathlib\nos.close(1)\nos.close(2)\ntime.sleep(0.3)\n"
+        "pathlib.Path('sub/done.txt').write_text('x')\n"
+    )
+    outcome = _run(jail, {"argv": [PY, "quiet.py"]}, timeout_s=20)
+    assert (outcome.status, outcome.details["exit_code"], outcome.details["ending"]) == (
+        HandlerStatus.SENT,
+        0,
+        "exited",
+    )
+    assert (jail / "sub" / "done.txt").exists()
 
 
 def test_a_failing_build_is_a_failed_result_with_its_exit_code(jail: Path) -> None:

@@ -26,11 +26,36 @@ from tickloop.testing import FakeClock
 INTENTS = 5_000
 WORKERS = 4
 KILLS = 16
-#: seconds a worker needs to import and open the store before it claims anything
-STARTUP_S = 1.0
 #: keep killing until this many kills landed inside the side-effect zone
 MIN_IN_FLIGHT = 3
 P = "chaos"
+
+
+def _startup_s(url: str) -> float:
+    """Seconds a worker needs, on this machine now, to import the executor and open the store: the
+    slower of two timed runs of exactly that. A kill before then would test nothing."""
+    code = "import sys, bench.executor_load as w; w.open_store(sys.argv[1], migrate=False).close()"
+    took = []
+    for _ in range(2):
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-c", code, url], check=True, capture_output=True, env=child_env())
+        took.append(time.monotonic() - started)
+    return max(took)
+
+
+def _effects(sink: Path) -> int:
+    return sink.read_bytes().count(b"\n") if sink.exists() else 0
+
+
+def _effects_per_second(sink: Path, *, wait_s: float) -> float:
+    """The workers' measured throughput: effects in the sink over half a second once they began."""
+    deadline = time.monotonic() + wait_s
+    while _effects(sink) == 0:
+        assert time.monotonic() < deadline, f"no worker produced an effect within {wait_s:.0f} s"
+        time.sleep(0.02)
+    before, started = _effects(sink), time.monotonic()
+    time.sleep(0.5)
+    return max(1.0, (_effects(sink) - before) / (time.monotonic() - started))
 
 
 def _start(url: str, sink: Path, epoch: float, owner: str, log: Path) -> subprocess.Popen[bytes]:
@@ -46,7 +71,7 @@ def _start(url: str, sink: Path, epoch: float, owner: str, log: Path) -> subproc
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def test_kill_9_never_repeats_a_side_effect_and_in_flight_intents_need_a_human(
     backend: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -58,19 +83,25 @@ def test_kill_9_never_repeats_a_side_effect_and_in_flight_intents_need_a_human(
     seed_intents(url, P, INTENTS, action_type=SINK_TYPE)
     sink, log = tmp_path / "sink.log", tmp_path / "workers.log"
     epoch, rng = time.time(), random.Random(6)
+    # Bounds scaled to this machine now: a worker is killable once past its measured start-up, and the
+    # kills are spread over a third of the time the measured throughput leaves for the intents.
+    startup_s = 1.5 * _startup_s(url) + 0.1
     procs = [_start(url, sink, epoch, f"ex-{k}", log) for k in range(WORKERS)]
-    kills = 0
-    deadline = time.monotonic() + 50
     born = {proc.pid: time.monotonic() for proc in procs}
+    rate = _effects_per_second(sink, wait_s=30 * startup_s)
+    left_s = (INTENTS - _effects(sink)) / rate
+    pause_s = min(0.3, max(0.02, left_s / (3 * KILLS)))
+    kills = 0
+    deadline = time.monotonic() + max(50.0, 3 * left_s + 2 * KILLS * startup_s)
     owners = {proc.pid: f"ex-{k}" for k, proc in enumerate(procs)}
     landed: set[int] = set()  # intents a killed worker seemed to leave in `sending`
     watcher = open_store(url, migrate=False)
     while (kills < KILLS or len(landed) < MIN_IN_FLIGHT) and time.monotonic() < deadline:
-        time.sleep(rng.uniform(0.1, 0.3))
+        time.sleep(rng.uniform(0.5, 1.5) * pause_s)
         if all(proc.poll() is not None for proc in procs):
             break
         # Only processes past their start-up: a kill during imports would test nothing.
-        working = [p for p in procs if p.poll() is None and time.monotonic() - born[p.pid] > STARTUP_S]
+        working = [p for p in procs if p.poll() is None and time.monotonic() - born[p.pid] > startup_s]
         if not working:
             continue
         victim = rng.choice(working)
@@ -114,7 +145,8 @@ def test_kill_9_never_repeats_a_side_effect_and_in_flight_intents_need_a_human(
     assert not released & set(effects)
     assert sum(line.startswith("RELEASED stale claim") for line in lines) == len(released)
     reaped = sum(line.startswith("REAPED stuck 'sending'") for line in lines)
-    print(f"{backend}: kills={kills} in_flight={len(in_flight)} {dict(by_status)}")
+    print(f"{backend}: startup={startup_s:.2f}s rate={rate:.0f}/s pause={pause_s:.3f}s kills={kills} "
+          f"in_flight={len(in_flight)} {dict(by_status)}")  # fmt: skip
     assert in_flight, "no kill landed in `sending`: nothing was proved"
     assert {status[i] for i in in_flight} == {IntentStatus.NEEDS_HUMAN}
     assert reaped == by_status[IntentStatus.NEEDS_HUMAN]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from bench.store_load import T0, seed_intents
 from tickloop.operator.domain import IntentStatus
 from tickloop.operator.store import open_store
 
+pytestmark = pytest.mark.postgres
 INTENTS = 120
 PASSES = 8
 
@@ -24,6 +26,20 @@ def host(pg_url: str, tmp_path: Path, name: str) -> subprocess.Popen[str]:
     home = tmp_path / name
     home.mkdir()
     (home / "config.toml").write_text(f'[handlers]\nnotesDir = "{home / "notes"}"\n[executor]\nbatch = 5\n')
+    tick = f"{sys.executable} -m tickloop operator tick"
+    one_round = f"{tick} executor --day {T0.date()} --profile shared; {tick} observe --profile shared"
+    script = f"for i in $(seq {PASSES}); do {one_round}; done"
+    return subprocess.Popen(
+        ["bash", "-c", script],
+        env=_env(pg_url, home),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _env(pg_url: str, home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TICKLOOP_")}
     env.update(
         TICKLOOP_STORE=pg_url,
@@ -31,17 +47,18 @@ def host(pg_url: str, tmp_path: Path, name: str) -> subprocess.Popen[str]:
         TICKLOOP_DRY_RUN="0",
         XDG_STATE_HOME=str(home / "state"),
     )
-    tick = f"{sys.executable} -m tickloop operator tick"
-    one_round = f"{tick} executor --day {T0.date()} --profile shared; {tick} observe --profile shared"
-    script = f"for i in $(seq {PASSES}); do {one_round}; done"
-    return subprocess.Popen(
-        ["bash", "-c", script],
-        env=env,
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return env
+
+
+def _tick_s(pg_url: str, tmp_path: Path) -> float:
+    """Seconds one observe tick process takes on this machine now (it has nothing to observe)."""
+    home = tmp_path / "probe"
+    home.mkdir()
+    (home / "config.toml").write_text("")
+    argv = [sys.executable, "-m", "tickloop", "operator", "tick", "observe", "--profile", "shared"]
+    started = time.monotonic()
+    subprocess.run(argv, env=_env(pg_url, home), check=True, capture_output=True)
+    return time.monotonic() - started
 
 
 @pytest.mark.slow
@@ -51,9 +68,12 @@ def test_two_hosts_share_one_postgresql_without_double_execution(pg_url: str, tm
     with open_store(pg_url) as store:
         store.create_profile("shared", now=T0)
     seed_intents(pg_url, "shared", INTENTS)
+    # A liveness bound, not the behaviour under test: scaled by a tick's measured cost here and now
+    # (both hosts' ticks, ten times over), never below the four minutes it always had.
+    bound_s = max(240.0, 10 * 2 * 2 * PASSES * _tick_s(pg_url, tmp_path))
     hosts = [host(pg_url, tmp_path, name) for name in ("host-a", "host-b")]
     for proc in hosts:
-        _, err = proc.communicate(timeout=240)
+        _, err = proc.communicate(timeout=bound_s)
         assert proc.returncode == 0, err[-2000:]
     written = {
         name: {p.name.split("-")[4] for p in (tmp_path / name / "notes").glob("note-*.md")}

@@ -314,21 +314,34 @@ def test_unreachable_store_exits_zero_records_and_backs_off(tmp_path: Path) -> N
 
 
 def test_cli_monitor_attention_and_digest(tmp_path: Path) -> None:
-    """The three commands run against a real SQLite store and show the recorded decisions."""
+    """Against a real SQLite store: the monitor records its notice, `attention` lists every decision
+    newest first, `--today` leaves out an older day's, and `digest` sends the batched item once."""
     url = f"sqlite:///{tmp_path / 'store.db'}"
     with open_store(url) as store:
         store.create_profile("p", now=NOON)
         old = NOON - timedelta(days=1)
         store.record_progress("p", NewProgress("fast", Outcome.DONE, old, old, state_hash="h"))
+        batched = Notifier(store, "p", settings_for(tmp_path, approvalCap=0), {}).consider(
+            Candidate(Kind.APPROVAL, "approve the old draft", score=0.1), now=NOON, source="gate"
+        )
+        assert batched.check is Check.APPROVAL_CAP
     run = cli(tmp_path, url, "monitor", "--profile", "p")
     assert run.returncode == 0, run.stderr
     assert "monitor: 1 profile(s) flagged, 1 notice(s), 1 delivered" in run.stdout
     shown = cli(tmp_path, url, "attention", "--profile", "p", "--json")
     assert shown.returncode == 0, shown.stderr
-    checks = {r["check"] for r in json.loads(shown.stdout)}
-    assert checks  # silent fired; its decision (sent, held or budgeted) is on record
-    assert cli(tmp_path, url, "attention", "--profile", "p", "--today").returncode == 0
-    assert cli(tmp_path, url, "digest", "--profile", "p").returncode == 0
+    every = [(r["source"], r["check"], r["sent"], r["digest"]) for r in json.loads(shown.stdout)]
+    assert every == [("monitor.silent.fire", "budget", True, False), ("gate", "approval_cap", False, True)]
+    today = cli(tmp_path, url, "attention", "--profile", "p", "--today", "--json")
+    assert [r["source"] for r in json.loads(today.stdout)] == ["monitor.silent.fire"]
+    table = cli(tmp_path, url, "attention", "--profile", "p", "--today").stdout
+    assert "silent" in table
+    assert "old draft" not in table
+    first = cli(tmp_path, url, "digest", "--profile", "p")
+    assert (first.returncode, first.stdout.splitlines()[-1]) == (0, "digest: 1 item(s) sent"), first.stderr
+    assert "approve the old draft" in first.stdout
+    again = cli(tmp_path, url, "digest", "--profile", "p")
+    assert (again.returncode, again.stdout.strip()) == (0, "digest: nothing to send")
 
 
 @pytest.mark.parametrize(("tainted", "check"), [(False, Check.EXEMPT), (True, Check.UNTRUSTED)])

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Literal
 
 import msgspec
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tickloop.errors import ValidationError
@@ -110,14 +111,49 @@ json_like = st.recursive(
 )
 
 
+def _no_constant(name: str) -> object:
+    raise ValueError(name)  # NaN and Infinity are not JSON
+
+
+def _expected(answer: str | bytes) -> Intent | None:
+    """An oracle written apart from msgspec: the Intent a schema-valid answer means, else None."""
+    try:
+        value = json.loads(answer, parse_constant=_no_constant)
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or a constant
+        return None
+    return _intent_of(value)
+
+
+def _intent_of(value: object) -> Intent | None:
+    if not isinstance(value, dict) or set(value) != {"type", "title", "priority", "target"}:
+        return None
+    kind, title, priority, target = value["type"], value["title"], value["priority"], value["target"]
+    if kind not in ("note", "draft", "email") or not isinstance(title, str) or not title:
+        return None
+    if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 3:
+        return None
+    if target is None:
+        return Intent(kind, title, priority, None)
+    if (
+        not isinstance(target, dict)
+        or set(target) != {"recipient"}
+        or not isinstance(target["recipient"], str)
+    ):
+        return None
+    return Intent(kind, title, priority, Target(target["recipient"]))
+
+
 @given(st.text() | st.binary() | json_like.map(lambda v: msgspec.json.encode(v).decode()))
 def test_any_answer_is_a_value_or_a_validation_error(answer: str | bytes) -> None:
-    """For ANY model output, decoding returns an Intent or raises ValidationError, never anything else."""
-    try:
-        value: object = decode_structured(answer, Intent)
-    except ValidationError as exc:
-        value = exc
-    assert isinstance(value, Intent) or "Intent" in str(value)
+    """For ANY model output, decoding returns exactly the Intent the answer means, or raises a
+    ValidationError naming Intent when the answer means none: never anything else."""
+    assume("```" not in (answer if isinstance(answer, str) else answer.decode("utf-8", "replace")))
+    expected = _expected(answer)
+    if expected is None:
+        with pytest.raises(ValidationError, match="Intent"):
+            decode_structured(answer, Intent)
+    else:
+        assert decode_structured(answer, Intent) == expected
 
 
 @given(
@@ -131,15 +167,14 @@ def test_any_answer_is_a_value_or_a_validation_error(answer: str | bytes) -> Non
     )
 )
 def test_near_miss_objects_are_values_or_validation_errors(candidate: dict[str, object]) -> None:
-    """Objects that are almost an Intent decode only when every field is valid."""
+    """Objects that are almost an Intent decode, to exactly their fields, only when every field is valid."""
     text = msgspec.json.encode(candidate).decode()
-    try:
-        value = decode_structured(text, Intent)
-    except ValidationError:
-        return
-    assert value.type in ("note", "draft", "email")
-    assert value.title
-    assert 0 <= value.priority <= 3
+    expected = _intent_of(candidate)
+    if expected is None:
+        with pytest.raises(ValidationError, match="does not match Intent"):
+            decode_structured(text, Intent)
+    else:
+        assert decode_structured(text, Intent) == expected
 
 
 async def test_complete_structured_sends_the_schema_and_validates() -> None:

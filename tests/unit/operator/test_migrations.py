@@ -37,9 +37,10 @@ def _upgrade(url: str) -> None:
         assert store.schema_version() == 1
         store.create_profile("p", now=NOW)
         store.add_note("p", "written under the first schema", now=NOW)
-        assert store.migrate() == [2, 3]
+        latest = len(migrations("sqlite"))  # both dialects have the same versions
+        assert store.migrate() == list(range(2, latest + 1))
         assert store.migrate() == []
-        assert store.schema_version() == 3
+        assert store.schema_version() == latest
         assert [n.text for n in store.search_notes("p", "first schema")] == ["written under the first schema"]
         assert store.get_profile("p").created_at == NOW
 

@@ -529,9 +529,20 @@ def test_consolidate_without_a_goal_still_prunes(clock: FakeClock) -> None:
     assert model.calls == []
 
 
-def test_fast_after_is_a_noop_for_success() -> None:
-    """The critique hook does nothing for outcomes that are not failures (and never raises)."""
-    fast.after(None, TickResult(Outcome.STAGED))  # type: ignore[arg-type]
+@pytest.mark.parametrize("outcome", list(Outcome))
+def test_fast_after_critiques_only_a_stopped_tick(clock: FakeClock, outcome: Outcome) -> None:
+    """The critique hook asks the model and stores one critique after a failed, blocked or gate-stopped
+    tick; after any other outcome it neither asks the model nor stores anything."""
+    store, model = make_store(clock), offline()
+    ctx = TickContext(
+        store=store, profile=P, kind="fast", settings=load_settings({}, None), clock=clock, env={},
+        log=lambda _: None, owner="test", _model=model,
+    )  # fmt: skip
+    fast.after(ctx, TickResult(outcome, detail="d"))
+    stopped = outcome in {Outcome.FAILED, Outcome.BLOCKED, Outcome.GATE_STOP}
+    assert (len(model.calls), len(store.recent_critiques(P, goal_version(store)))) == (
+        (1, 1) if stopped else (0, 0)
+    )
 
 
 @pytest.mark.parametrize(

@@ -35,9 +35,11 @@ class WorkspaceSettings(msgspec.Struct, **_STRUCT):
     jail: str = ""
     #: programs a build may start: bare names (found on the scrubbed PATH) or absolute paths
     programs: list[str] = msgspec.field(default_factory=lambda: ["make"])
-    #: wall-clock limit in seconds; the whole process group is killed when it passes
+    #: wall-clock limit in seconds; a build is waited for until it exits, and its whole process
+    #: group killed when the limit passes (ending ``timed_out``)
     timeout_s: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 600.0
-    #: bytes of combined stdout/stderr kept; the rest is discarded and the result marked truncated
+    #: bytes of combined stdout/stderr kept; a build still writing past them is killed with its
+    #: group (truncated, ending ``output_cap``)
     output_cap_bytes: Annotated[int, msgspec.Meta(ge=0, le=16 * 1024 * 1024)] = 64 * 1024
     #: allow ``payload.shell`` (a string run by /bin/sh): paths inside it cannot be checked
     allow_shell: bool = False

@@ -1,12 +1,14 @@
 """Tier 1 ``workspace_task``: a build command, as an argv list, in the jailed workspace.
 
-Bounded three ways: a wall-clock limit (the whole process group is killed), an output cap (the rest is
-discarded), and an environment reduced to an allowlist with HOME set to the jail.
+Bounded three ways: a wall-clock limit and an output cap (past either, the whole process group is
+killed and the result says which ended it), and an environment reduced to an allowlist with HOME set to
+the jail. A program that exits on its own is always waited for, so its exit code is its own.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import json
 import os
 import selectors
@@ -35,6 +37,14 @@ _READ = 64 * 1024
 _POLL_S = 0.05
 
 
+class Ending(enum.StrEnum):
+    """Why a bounded process stopped: on its own, or killed with its group for one of two reasons."""
+
+    EXITED = "exited"
+    TIMED_OUT = "timed_out"
+    OUTPUT_CAP = "output_cap"
+
+
 class RunOutcome(msgspec.Struct, frozen=True):
     """How a bounded process ended."""
 
@@ -43,6 +53,7 @@ class RunOutcome(msgspec.Struct, frozen=True):
     truncated: bool
     timed_out: bool
     duration_s: float
+    ending: Ending = Ending.EXITED
 
 
 def workspace_task(request: HandlerRequest, context: HandlerContext) -> HandlerResult:
@@ -58,7 +69,7 @@ def workspace_task(request: HandlerRequest, context: HandlerContext) -> HandlerR
     if request.dry_run:
         return result(request, HandlerStatus.SENT, "workspace.run", str(cwd), args)
     outcome = run_bounded(argv, cwd=cwd, env=env, timeout_s=settings.timeout_s, cap=settings.output_cap_bytes)
-    ok = outcome.exit_code == 0 and not outcome.timed_out
+    ok = outcome.ending is Ending.EXITED and outcome.exit_code == 0
     return result(
         request,
         HandlerStatus.SENT if ok else HandlerStatus.FAILED,
@@ -69,6 +80,7 @@ def workspace_task(request: HandlerRequest, context: HandlerContext) -> HandlerR
         output=outcome.output.decode("utf-8", "replace"),
         truncated=outcome.truncated,
         timed_out=outcome.timed_out,
+        ending=outcome.ending.value,
         duration_s=round(outcome.duration_s, 3),
     )
 
@@ -93,9 +105,16 @@ def scrubbed_env(parent: Mapping[str, str], settings: WorkspaceSettings, jail: P
 
 
 def run_bounded(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float, cap: int) -> RunOutcome:
-    """Run ``argv`` without a shell in its own process group; kill the group at the deadline."""
+    """Run ``argv`` without a shell in its own process group, and wait for it to exit.
+
+    The end of its output is not its exit: after the pipe closes the child is still waited for, up to
+    the deadline. The group is killed only at the deadline (ending ``timed_out``) or when the output
+    passes the cap (ending ``output_cap``); a child that exited on its own ends ``exited`` with its
+    own exit code. Whatever it left running in its group is ended after it exits.
+    """
     # Real processes run on real time: the deadline is monotonic wall time, not the injected clock.
     started = time.monotonic()
+    deadline = started + timeout_s
     try:
         process = subprocess.Popen(  # noqa: S603  (argv was checked by check_argv; no shell)
             argv,
@@ -109,36 +128,64 @@ def run_bounded(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_s: f
     except OSError as exc:  # nothing started: not executable, vanished, too many processes
         raise HandlerError(f"could not start {argv[0]!r}: {exc.strerror or exc}") from None
     try:
-        output, truncated, timed_out = _collect(process, started + timeout_s, cap)
+        output, truncated, stop = _collect(process, deadline, cap)
+        if stop == "eof" and not _wait_exit(process, deadline):
+            stop = "deadline"
+        if stop == "cap" and _exited(process):
+            stop = "exited"  # it finished before the cap was seen: its own exit code stands
+        ending = {"deadline": Ending.TIMED_OUT, "cap": Ending.OUTPUT_CAP}.get(stop, Ending.EXITED)
     finally:
+        # Ends the group at the deadline or the cap; after an exit it only ends what the child left
+        # behind (the child itself is unreaped, so its pid, the group id, cannot have been reused).
         _kill_group(process)
         process.wait()
-    return RunOutcome(process.returncode, output, truncated, timed_out, time.monotonic() - started)
+    return RunOutcome(
+        process.returncode,
+        output,
+        truncated,
+        ending is Ending.TIMED_OUT,
+        time.monotonic() - started,
+        ending,
+    )
 
 
-def _collect(process: subprocess.Popen[bytes], deadline: float, cap: int) -> tuple[bytes, bool, bool]:
+def _collect(process: subprocess.Popen[bytes], deadline: float, cap: int) -> tuple[bytes, bool, str]:
+    """Read until the pipe ends (``eof``), the child exits with the pipe held open by a grandchild
+    (``exited``), the deadline (``deadline``), or output past the cap (``cap``)."""
     assert process.stdout is not None  # stdout=PIPE above guarantees it
     fd = process.stdout.fileno()
     os.set_blocking(fd, False)
     kept = bytearray()
-    truncated = False
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
         while (remaining := deadline - time.monotonic()) > 0:
             if not selector.select(min(remaining, _POLL_S)):
                 if _exited(process):
                     # The child exited but a grandchild still holds the pipe: stop listening.
-                    return bytes(kept), truncated, False
+                    return bytes(kept), False, "exited"
                 continue
             chunk = _read(fd)
             if chunk is None:
                 continue
             if chunk == b"":
-                return bytes(kept), truncated, False
+                return bytes(kept), False, "eof"
             room = max(0, cap - len(kept))
             kept += chunk[:room]
-            truncated = truncated or len(chunk) > room
-    return bytes(kept), truncated, True
+            if len(chunk) > room:
+                return bytes(kept), True, "cap"
+    return bytes(kept), False, "deadline"
+
+
+def _wait_exit(process: subprocess.Popen[bytes], deadline: float) -> bool:
+    """Wait, without reaping, until the child exits (True) or the deadline passes (False)."""
+    pause = 0.001
+    while not _exited(process):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        time.sleep(min(pause, remaining))
+        pause = min(pause * 2, _POLL_S)
+    return True
 
 
 def _read(fd: int) -> bytes | None:

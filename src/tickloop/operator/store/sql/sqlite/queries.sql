@@ -2,12 +2,12 @@
 -- takes the database's single write lock before reading, so the SELECT and UPDATE cannot interleave.
 
 -- name: claim_intents
+-- One statement under the write lock: no row can change between its SELECT and its UPDATE.
 UPDATE intents
 SET status = 'claimed', claim_prior = status, claim_owner = :owner, claimed_at = :now, updated_at = :now
 WHERE id IN (SELECT id FROM intents
              WHERE profile = :profile AND status IN ('ready', 'approved') AND created_at >= :since
              ORDER BY id LIMIT :limit)
-  AND status IN ('ready', 'approved')
 RETURNING *;
 
 -- name: search_notes
