@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "sessions": "tickloop.cli.sessions:sessions",
     "operator": "tickloop.cli.operator:operator",
     "doctor": "tickloop.cli.doctor:doctor",
+    "mcp": "tickloop.cli.mcp:mcp",
 }
 
 
