@@ -48,12 +48,14 @@ def serve(
     try:
         store.get_profile(profile)
         server = load_server(Face(store, profile))
-        if transport == "stdio":
-            server.run("stdio")
-            return
-        token_hash = http_token(announce)
         import anyio  # noqa: PLC0415  (comes with the SDK)
 
+        if transport == "stdio":
+            from tickloop.mcp import stdio  # noqa: PLC0415
+
+            anyio.run(stdio.serve, server)
+            return
+        token_hash = http_token(announce)
         anyio.run(lambda: http.serve(server, options, token_hash=token_hash, announce=announce))
     finally:
         store.close()
