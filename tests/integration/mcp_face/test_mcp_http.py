@@ -162,3 +162,22 @@ def test_tls_serves_https_with_the_given_certificate(sqlite_op: Operator, tmp_pa
             assert http.post(url, json=HELLO, headers=JSON_HEADERS).status_code == 401
             headers = {**JSON_HEADERS, "Authorization": f"Bearer {token}"}
             assert http.post(url, json=HELLO, headers=headers).status_code == 200
+
+
+def test_first_http_serve_issues_the_token_and_shows_it_once(sqlite_op: Operator) -> None:
+    """Serving HTTP before any token exists issues one, prints it once on stderr, and requires it."""
+    argv = [sys.executable, "-m", "tickloop", "mcp", "serve", "--profile", "me", "--transport", "http"]
+    proc = subprocess.Popen([*argv, "--port", "0"], stderr=subprocess.PIPE, text=True, env=sqlite_op.env)
+    assert proc.stderr is not None
+    try:
+        assert "bearer token issued (shown once" in proc.stderr.readline()
+        token = proc.stderr.readline().strip()
+        url = proc.stderr.readline().split("serving on ", 1)[1].strip()
+        headers = {**JSON_HEADERS, "Authorization": f"Bearer {token}"}
+        assert httpx2.post(url, json=HELLO, headers=headers).status_code == 200
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=20)
+        proc.stderr.close()
+    again = sqlite_op.cli("mcp", "token", ok=False)
+    assert "shown only once" in again.stderr
