@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from tickloop.errors import ValidationError
+from tickloop.errors import ConflictError, ValidationError
 from tickloop.operator.domain import GoalModel, PlanStep, Profile, Task, TaskStatus
 from tickloop.operator.store import Store, open_store
 
@@ -131,6 +131,10 @@ def change_task(store: Store, profile: str, task_id: int, action: str, *, now: d
     if action not in TASK_ACTIONS:
         raise ValidationError(f"task action {action!r} is not one of {sorted(TASK_ACTIONS)}")
     status, expected = TASK_ACTIONS[action]
+    if expected is not None:
+        current = store.get_task(profile, task_id).status
+        if current is not expected:
+            raise ConflictError(f"task {task_id} is {current}: only a {expected} task can be {action}ed")
     return store.set_task_status(profile, task_id, status, now=now, expected=expected)
 
 

@@ -83,6 +83,7 @@ def test_every_resource_reads_as_json_and_short_text(name: str) -> None:
         (lambda f: f.add_task(None), "expected text, got null"),
         (lambda f: f.add_task("t", 1.5), "expected an integer, got a number"),
         (lambda f: f.set_task_status(0, "done"), "outside 1.."),
+        (lambda f: f.set_task_status(f.add_task("t")["task"]["id"], "unblock"), "only a blocked task"),
         (lambda f: f.stage_intent("note", "t", "", {"a": math.inf}), "not a JSON number"),
         (lambda f: f.stage_intent("note", "t", "", {"a": b"x"}), "not a JSON value"),
         (lambda f: f.stage_intent("note", "t", "", {"a": list(range(6000))}), "over the limit"),
