@@ -42,6 +42,10 @@ async def test_every_tool_and_resource_answers(op: Operator) -> None:
         assert done["task"]["status"] == "blocked"
         back = data(await client.call_tool("set_task_status", {"task_id": task["id"], "action": "unblock"}))
         assert back["task"]["status"] == "todo"
+        op.cli("operator", "task", "block", str(task["id"]), "--profile", "me")
+        op.cli("operator", "task", "unblock", str(task["id"]), "--profile", "me")  # the CLI does the same
+        refused = op.cli("operator", "task", "unblock", str(task["id"]), "--profile", "me", ok=False)
+        assert "only a blocked task can be unblocked" in refused.stderr
         staged = data(
             await client.call_tool("stage_intent", {"type": "note", "title": "jot", "payload": {"x": 1}})
         )
