@@ -31,3 +31,14 @@ def report(name: str, value: float, baseline: float, *, target: str = "", unit: 
     suffix = f"  target {target}" if target else ""
     print(f"{name:<48} {value:>14,.1f}{unit}  baseline {baseline:>14,.1f}{unit}  ratio {ratio:6.3f}{suffix}")
     return ratio
+
+
+def report_rounds(
+    name: str, values: list[float], baselines: list[float], *, target: str = "", unit: str = "/s"
+) -> float:
+    """``report`` on the medians of paired rounds, then the per-round ratios' min-max."""
+    ratios = sorted(v / b for v, b in zip(values, baselines, strict=True) if b)
+    ratio = report(name, sorted(values)[len(values) // 2], sorted(baselines)[len(baselines) // 2],
+                   target=target, unit=unit)  # fmt: skip
+    print(f"{'':<48} ratio per round min-max {ratios[0]:.3f}-{ratios[-1]:.3f} over {len(ratios)} rounds")
+    return ratio

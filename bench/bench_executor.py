@@ -1,7 +1,7 @@
 """The executor's throughput, as a ratio to the store's raw claim-and-complete loop in the same run.
 
 Intents executed per second by real, armed executor passes (``TICKLOOP_DRY_RUN=0``) with a no-op
-reversible handler (``tickloop.testing.executor_load``'s ``sink`` with no sink file), its log lines
+reversible handler (``bench.executor_load``'s ``sink`` with no sink file), its log lines
 written to a file as a tick writes them to stderr, for 1 and 4 executors on SQLite and PostgreSQL.
 The baseline is ``bench_store``'s own measurement: claim 10, complete each in its own transaction
 (one process in-process; four as worker processes). An executor pass does more per intent than that
@@ -21,8 +21,7 @@ from statistics import median
 
 from bench._util import report
 from bench.bench_store import _claim_complete, _database
-from tickloop.operator.store import Store, open_store
-from tickloop.testing.executor_load import (
+from bench.executor_load import (
     SINK_TYPE,
     ShiftedClock,
     armed_context,
@@ -30,7 +29,8 @@ from tickloop.testing.executor_load import (
     line_log,
     register_sink,
 )
-from tickloop.testing.store_load import claim_worker, run_processes, seed_intents
+from bench.store_load import claim_worker, run_processes, seed_intents
+from tickloop.operator.store import Store, open_store
 
 
 def _executor_rate(store: Store, profile: str, epoch: float, log: Path) -> float:

@@ -48,10 +48,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench._util import report
+from bench.structured_load import GOALS, IntentRate, intent_rate
 from tickloop.models import ChatMessage, OpenAICompatModel, TextDelta
 from tickloop.models.local_server import INSTALL_HINT, MODEL_ALIAS, missing_parts, running
 from tickloop.models.openai_compat import ResponseFormat
-from tickloop.testing.structured_load import GOALS, IntentRate, intent_rate
 
 Sample = tuple[float, float, int]  # (time to first token, total, content chunks), seconds
 

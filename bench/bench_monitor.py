@@ -16,10 +16,10 @@ from datetime import timedelta
 
 from bench._util import rate, report
 from bench.bench_store import _analyze, _database
+from bench.store_load import T0, seed_fleet
 from tickloop.config import Settings
 from tickloop.operator.monitor import monitor_pass
 from tickloop.operator.store import open_store
-from tickloop.testing.store_load import T0, seed_fleet
 
 PROFILES = 10_000
 ROWS_EACH = 4

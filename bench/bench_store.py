@@ -8,6 +8,9 @@
    just before and just after. Target >= 0.5.
 2. The fast tick's reads (active goal, current plan step, tried-and-failed list, last critiques,
    latest state of play, recent progress) with 1,000,000 progress rows against 1,000. Target <= 1.3.
+3. ``memory://`` (SQLite in memory, the test store) against a SQLite file: claim+complete in one
+   process, and the fast tick's reads at 1,000 progress rows; rounds alternate between the two,
+   medians compared, with each round's ratio's min-max. No target: it says what the test store buys.
 """
 
 from __future__ import annotations
@@ -21,11 +24,11 @@ from datetime import timedelta
 from pathlib import Path
 from statistics import median
 
-from bench._util import rate, report
+from bench._util import rate, report, report_rounds
+from bench.store_load import T0, run_processes, seed_intents, seed_progress
 from tickloop.operator.domain import IntentStatus, NewIntent, NewPlanStep, Verdict
 from tickloop.operator.store import Store, open_store
 from tickloop.testing.postgres import create_schema, drop_schema, find_server
-from tickloop.testing.store_load import T0, run_processes, seed_intents, seed_progress
 
 
 @contextmanager
@@ -176,7 +179,30 @@ def _reads(backend: str, url: str, *, quick: bool) -> None:
     )
 
 
+def _memory_vs_file(*, quick: bool) -> None:
+    rounds, per_round, seconds = (3, 200, 0.2) if quick else (7, 800, 0.4)
+    with tempfile.TemporaryDirectory() as folder:
+        urls = {"memory": "memory://", "file": f"sqlite://{Path(folder) / 'bench.db'}"}
+        stores = {kind: open_store(url) for kind, url in urls.items()}
+        claims: dict[str, list[float]] = {kind: [] for kind in stores}
+        reads: dict[str, list[float]] = {kind: [] for kind in stores}
+        for kind, store in stores.items():
+            store.create_profile("one", now=T0)
+            seed_intents(urls[kind], "one", rounds * per_round, store=store)
+            _prepare_reads(store)
+            seed_progress(urls[kind], "r", 1_000, store=store)
+        for _ in range(rounds):
+            for kind, store in stores.items():
+                claims[kind].append(_claim_complete(store, "one", per_round))
+                reads[kind].append(_best_ms(_fast_tick_reads(store), rounds=1, seconds=seconds))
+        for store in stores.values():
+            store.close()
+    report_rounds("memory:// vs sqlite file: claim+complete, 1 proc", claims["memory"], claims["file"])
+    report_rounds("memory:// vs sqlite file: fast-tick reads", reads["memory"], reads["file"], unit="ms")
+
+
 def run(quick: bool) -> None:  # noqa: FBT001  (the bench runner's fixed signature)
+    _memory_vs_file(quick=quick)
     for backend in ("sqlite", "postgres"):
         with _database(backend) as url:
             if url is None:

@@ -5,6 +5,9 @@
    alternate between the two databases and the medians are compared. Wall time is mostly the
    fsync of each commit (synchronous=FULL), so the CPU time of the tick is reported too.
    Target <= 1.3.
+   Then ``memory://`` (SQLite in memory, the test store) against a SQLite file, each with the same
+   100,000 intents and 1,000 progress rows, rounds alternating, medians compared (with each round's
+   ratio's min-max): what the test store buys. No target.
 2. The fast tick's context packet in estimated tokens (UTF-8 bytes / 4): with 100 new
    observations and failed actions at 1,000 progress rows, and with 10,000 of each (quick: 2,000)
    at 1,000,000. Bounded (the packet's budget is 4,000 tokens) and flat as history grows.
@@ -27,7 +30,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench._util import report
+from bench._util import report, report_rounds
+from bench.store_load import seed_intents, seed_progress
 from tickloop.clock import SystemClock, utc_iso
 from tickloop.config import load_settings
 from tickloop.models.offline import OfflineModel
@@ -37,20 +41,23 @@ from tickloop.operator.offline import answer
 from tickloop.operator.runner import TickContext, run_tick
 from tickloop.operator.store import Store, open_store
 from tickloop.operator.ticks import fast
-from tickloop.testing.store_load import seed_intents, seed_progress
 
 P = "b"
 
 
 def _prepare(url: str) -> Store:
     store = open_store(url)
+    _seed_profile(url, store)
+    return store
+
+
+def _seed_profile(url: str, store: Store) -> None:
     now = SystemClock().now()
     store.create_profile(P, now=now)
     goal = store.add_goal_model(P, title="Ship the thesis", body="Chapter 3 by Friday", now=now)
     store.activate_goal_model(P, goal.version, now=now)
     store.replace_plan(P, goal.version, [NewPlanStep(f"step {i}") for i in range(5_000)], now=now)
-    seed_intents(url, P, 100_000)
-    return store
+    seed_intents(url, P, 100_000, store=store)
 
 
 def _tick_ms(store: Store, ticks: int) -> tuple[float, float]:
@@ -118,6 +125,24 @@ def _fast_tick(quick: bool) -> None:  # noqa: FBT001
     report("context packet, large vs small history", tokens[large], tokens[small], target="flat", unit="tok")
 
 
+def _fast_tick_memory(quick: bool) -> None:  # noqa: FBT001
+    rounds, per_round = (5, 10) if quick else (11, 20)
+    with tempfile.TemporaryDirectory() as folder:
+        urls = {"memory": "memory://", "file": f"sqlite://{Path(folder) / 'ticks.db'}"}
+        stores = {kind: _prepare(url) for kind, url in urls.items()}
+        for kind, store in stores.items():
+            seed_progress(urls[kind], P, 1_000, store=store)
+        times: dict[str, list[tuple[float, float]]] = {kind: [] for kind in stores}
+        for _ in range(rounds):
+            for kind, store in stores.items():
+                times[kind].append(_tick_ms(store, per_round))
+        for store in stores.values():
+            store.close()
+    for index, what in ((0, "wall"), (1, "CPU")):
+        ours, base = ([t[index] for t in times[kind]] for kind in ("memory", "file"))
+        report_rounds(f"fast tick {what}, memory:// vs sqlite file", ours, base, unit="ms")
+
+
 def _cpu(args: list[str], env: dict[str, str]) -> float:
     proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -158,4 +183,5 @@ def _cold_start(quick: bool) -> None:  # noqa: FBT001
 
 def run(quick: bool) -> None:  # noqa: FBT001  (the bench runner's fixed signature)
     _fast_tick(quick)
+    _fast_tick_memory(quick)
     _cold_start(quick)

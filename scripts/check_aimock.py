@@ -4,20 +4,25 @@ Not part of ``make test`` (it needs npm and the registry): ``.venv/bin/python sc
 It installs aimock into ``~/.cache/tickloop/aimock`` once, then for a plain run and each chaos mode
 (500s, malformed JSON, disconnects, 429s) starts ``aimock`` on 127.0.0.1 and checks that tickloop
 either streams the fixture's answer or raises ``ModelError``, and never hangs or raises anything else.
+Then, with aimock's tool-call fixture, it checks that a streamed tool call (its arguments in 3-byte
+chunks) is assembled into one ``ToolCalls`` with the fixture's name and arguments.
 Exits 1 if any mode misbehaves.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from tickloop.errors import ModelError
 from tickloop.models import ChatMessage, OpenAICompatModel, TextDelta
+from tickloop.models.base import ToolCalls, ToolSpec
 
 VERSION = "1.43.0"
 HOME = Path.home() / ".cache" / "tickloop" / "aimock"
@@ -59,6 +64,31 @@ async def exercise(base_url: str) -> str:
     return "ok" if text == EXPECTED else f"WRONG TEXT {text!r}"
 
 
+async def exercise_tools(base_url: str) -> str:
+    model = OpenAICompatModel("aimock", base_url=base_url, model="gpt-4o-mini", api_key="sk-x", timeout_s=3)
+    spec = ToolSpec("get_weather", "the weather", {"type": "object", "properties": {}})
+    try:
+        events = [e async for e in model.stream([ChatMessage("user", "weather?")], tools=[spec])]
+    except ModelError as exc:
+        return f"ModelError: {exc}"
+    calls = [c for e in events if isinstance(e, ToolCalls) for c in e.calls]
+    wanted = [("get_weather", {"location": "San Francisco", "unit": "fahrenheit"})]
+    got = [(c.name, json.loads(c.arguments)) for c in calls]
+    return "ok" if got == wanted else f"WRONG CALLS {got!r}"
+
+
+def run_mode(fixture: Path, flags: list[str], check: Any) -> str:
+    port = free_port()
+    cli = [str(PACKAGE / "dist" / "cli.js"), "-p", str(port), "-f", str(fixture), "--log-level", "silent"]
+    proc = subprocess.Popen(["node", *cli, "-c", "3", *flags])
+    try:
+        time.sleep(1.0)  # aimock prints nothing when silent; its start-up takes well under a second
+        return str(asyncio.run(asyncio.wait_for(check(f"http://127.0.0.1:{port}/v1"), timeout=10)))
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
 def main() -> int:
     install()
     fixtures = PACKAGE / "fixtures" / "example-greeting.json"
@@ -84,6 +114,9 @@ def main() -> int:
         good = outcome == "ok" if mode == "plain" else outcome.startswith("ModelError")
         failures += not good
         print(f"{'PASS' if good else 'FAIL'} {mode}: {outcome}")
+    outcome = run_mode(PACKAGE / "fixtures" / "example-tool-call.json", [], exercise_tools)
+    failures += outcome != "ok"
+    print(f"{'PASS' if outcome == 'ok' else 'FAIL'} tool-call: {outcome}")
     return 1 if failures else 0
 
 

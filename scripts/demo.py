@@ -5,7 +5,7 @@ with a goal and board tasks; observing a sample git repository and Maildir; the 
 ticks staging a note, a spend and an email (the last two wait for the person); a dry-run executor pass
 printing the seed's log lines; the person approving the email and a live pass (TICKLOOP_DRY_RUN=0 for
 that step alone) delivering it to a local SMTP sink; consolidation and a monitor pass; a summary;
-then the Tick Protocol chat demo with its verified ledger.
+then the Tick Protocol chat demo (with a workspace tool step) and its verified ledger.
 """
 
 from __future__ import annotations
@@ -29,7 +29,9 @@ TASKS = [
     "Buy Acme 42.00: a binder for the printed report",
     "Email ada@example.org: the draft report is ready for review",
 ]
-CHAT_SCRIPT = "hello\n/tick 3\n/tick status\n"
+#: "list files" makes the offline model call the workspace tool list_dir: a tool step, no network
+CHAT_SCRIPT = "hello\nlist files\n/tick 3\n/tick status\n"
+CHAT_ARGS = ("--model", "offline", "--session", "demo", "--tools", "workspace")
 
 
 @dataclass
@@ -185,13 +187,13 @@ def operator_day(work: Path, sink: Sink) -> int:
 def chat_demo(work: Path) -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TICKLOOP_")}
     env["TICKLOOP_DELAY_MS"] = "250"  # a visible pause between steps; the shipped default is 1000
-    print(f"\n== the Tick Protocol: printf {CHAT_SCRIPT!r} | tickloop chat --model offline --session demo\n")
+    print(f"\n== the Tick Protocol: printf {CHAT_SCRIPT!r} | tickloop chat {' '.join(CHAT_ARGS)}\n")
 
     def tickloop(*args: str, stdin: str | None = None) -> int:
         command = [sys.executable, "-m", "tickloop", *args]
         return subprocess.run(command, cwd=work, input=stdin, text=True, env=env, check=False).returncode
 
-    if tickloop("chat", "--model", "offline", "--session", "demo", stdin=CHAT_SCRIPT):
+    if tickloop("chat", *CHAT_ARGS, stdin=CHAT_SCRIPT):
         return 1
     ledger = work / ".tickloop-audit" / "session-demo.jsonl"
     print("\n== the audit ledger:  tickloop audit show")

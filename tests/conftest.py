@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tickloop.operator.store.memory import MemoryStore
+from tickloop.operator.store import Store, open_store
 from tickloop.testing import FakeClock, LedgerCapture
 from tickloop.testing.postgres import create_schema, drop_schema, find_server
 
@@ -55,9 +55,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 @pytest.fixture
-def operator_store() -> Iterator[MemoryStore]:
-    """The default store fixture for operator tests: in memory, empty, its state inspectable."""
-    store = MemoryStore()
+def operator_store() -> Iterator[Store]:
+    """The default store fixture for operator tests: SQLite in memory (``memory://``), migrated, empty."""
+    store = open_store("memory://")
     yield store
     store.close()
 

@@ -35,6 +35,8 @@ class TickSettings(msgspec.Struct, **_STRUCT):
     policies: dict[str, str] = msgspec.field(default_factory=dict)
     #: put a sha256 hash chain on every ledger record
     chain: bool = False
+    #: name of the environment variable holding the ledger's HMAC key (keyed chain); empty: no key
+    audit_key_env: str = ""
 
 
 class OfflineModelSettings(msgspec.Struct, **_STRUCT):
@@ -115,6 +117,8 @@ class Settings(msgspec.Struct, **_STRUCT):
     monitor: dict[str, Any] = msgspec.field(default_factory=dict)
     schedule: dict[str, Any] = msgspec.field(default_factory=dict)
     executor: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: ``[tools]``: tool calling in the chat (validated by ``tickloop.harness.tools.tools_settings``)
+    tools: dict[str, Any] = msgspec.field(default_factory=dict)
     #: per-profile overrides of the operator sections: ``[profiles.NAME.attention]`` and the like
     profiles: dict[str, Any] = msgspec.field(default_factory=dict)
 

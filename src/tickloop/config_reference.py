@@ -24,6 +24,7 @@ END = "<!-- config-reference:end -->"
 def sections() -> list[tuple[str, type[msgspec.Struct]]]:
     """Each top-level table and its type, in README order."""
     from tickloop.config import ModelSettings, StoreSettings, TickSettings  # noqa: PLC0415
+    from tickloop.harness.tools import ToolsSettings  # noqa: PLC0415
     from tickloop.notify.settings import NotifySettings  # noqa: PLC0415
     from tickloop.notify.smtp import SmtpSettings  # noqa: PLC0415
     from tickloop.operator.attention import AttentionSettings  # noqa: PLC0415
@@ -37,6 +38,7 @@ def sections() -> list[tuple[str, type[msgspec.Struct]]]:
         ("tick", TickSettings),
         ("model", ModelSettings),
         ("store", StoreSettings),
+        ("tools", ToolsSettings),
         ("sources", SourcesSettings),
         ("gate", GateSettings),
         ("handlers", HandlerSettings),

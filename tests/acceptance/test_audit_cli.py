@@ -29,7 +29,7 @@ def test_verify_violation_exits_1_listing_line_and_rule() -> None:
     result = tickloop("audit", "verify", str(GOLDEN / "enqueue_beyond_target.jsonl"))
     assert result.returncode == 1
     first = result.stdout.splitlines()[0]
-    assert first.startswith(f"{GOLDEN / 'enqueue_beyond_target.jsonl'}:16: verify.enqueue_beyond_target: ")
+    assert first.startswith(f"{GOLDEN / 'enqueue_beyond_target.jsonl'}:17: verify.enqueue_beyond_target: ")
 
 
 def test_verify_missing_file_is_a_clear_usage_error(tmp_path: Path) -> None:

@@ -27,4 +27,6 @@ def test_demo_runs_an_operator_day_and_a_verified_tick_session() -> None:
     assert "tick done: considered=1 executed=1 skipped=0 failed=0 handoff=0 dry=false" in out
     assert "SMTP sink received 1 message(s):\n  from operator@example.org to ada@example.org" in out
     assert "⏱ tick (tickloop 3/3)" in out
+    assert "⚙ list_dir" in out
+    assert "→ ok (" in out
     assert "ok: 11 records, 1 runs, 3 time steps enqueued" in out

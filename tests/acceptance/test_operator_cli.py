@@ -87,7 +87,7 @@ def test_task_intent_and_approval_flow(cli: Cli) -> None:
 
 
 def test_intents_added_by_hand_are_gated_at_once(cli: Cli) -> None:
-    """A reversible note is ready for the executor at once; a blocked type is blocked; neither is approvable."""
+    """A reversible note is ready at once; a blocked type is blocked; neither can be approved."""
     note = cli.json("intents", "add", "--profile", "me", "--type", "note", "--title", "n")
     assert (note["status"], note["verdict"]) == ("ready", "allowed")
     assert "requires_approval" in cli.fails("approve", str(note["id"]), "--profile", "me")
@@ -99,7 +99,8 @@ def test_intents_added_by_hand_are_gated_at_once(cli: Cli) -> None:
 def test_approve_and_deny_an_intent_awaiting_approval(cli: Cli) -> None:
     """An email staged by hand waits for the person; approving it works once, then deny refuses."""
     intent = cli.json(
-        "intents", "add", "--profile", "me", "--type", "email", "--title", "Hi", "--recipient", "a@example.org"
+        "intents", "add", "--profile", "me", "--type", "email", "--title", "Hi",
+        "--recipient", "a@example.org",
     )  # fmt: skip
     assert intent["status"] == "requires_approval"
     decision = cli.json("approve", str(intent["id"]), "--profile", "me", "--note", "ok", "--by", "me")

@@ -1,4 +1,8 @@
-"""The contract suite's fixture: the same tests against every store backend."""
+"""The contract suite's fixture: the same tests against every store backend.
+
+Three backends: SQLite in memory (``memory://``, the default test store), SQLite on a file (WAL,
+real file locking) and PostgreSQL.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +15,15 @@ import pytest
 from tickloop.operator.store import Store, open_store
 
 NOW = datetime(2026, 7, 7, 17, 0, tzinfo=UTC)
-BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+BACKENDS = ["sqlite-memory", "sqlite-file", pytest.param("postgres", marks=pytest.mark.postgres)]
 
 
 @pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     """A migrated, empty store of each backend, with a profile ``p`` and an empty profile ``q``."""
-    if request.param == "memory":
+    if request.param == "sqlite-memory":
         url = "memory://"
-    elif request.param == "sqlite":
+    elif request.param == "sqlite-file":
         url = f"sqlite://{tmp_path / 'store.db'}"
     else:
         url = request.getfixturevalue("pg_url")

@@ -12,31 +12,53 @@ never acknowledged) so the next record starts on a clean line.
 
 from __future__ import annotations
 
+import hashlib
 import os
-from collections.abc import Mapping
+import stat
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tickloop.errors import LedgerError
+from tickloop.errors import ConfigError, LedgerError
 from tickloop.filenames import session_file_name
-from tickloop.protocol.ledger import GENESIS, VerifyReport, canonical, chain_digest, decode, verify
+from tickloop.protocol.ledger import (
+    GENESIS,
+    MAX_REPORTED,
+    Oversized,
+    Seal,
+    Verifier,
+    VerifyReport,
+    canonical,
+    chain_digest,
+    decode,
+    mac_of,
+)
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+
+
+DEFAULT_MAX_RECORD_BYTES = 1 << 20  #: the largest record a reader accepts (1 MiB); ``--max-record-bytes``
+_CHUNK = 1 << 20
 
 
 @dataclass(slots=True)
 class LedgerRead:
     """The lines of a ledger file, plus whatever torn tail a crash left."""
 
-    lines: list[tuple[int, bytes]] = field(default_factory=list)
+    lines: list[tuple[int, bytes | Oversized]] = field(default_factory=list)
     torn_tail: bytes | None = None
+    torn_size: int = 0  #: bytes after the last newline (kept in ``torn_tail`` only up to the cap)
 
     def records(self) -> list[dict[str, Any]]:
         """Decoded records; raises ``LedgerError`` naming the first bad line."""
         out = []
         for lineno, raw in self.lines:
+            if isinstance(raw, Oversized):
+                raise LedgerError(
+                    f"line {lineno}: a record of {raw.size} bytes exceeds the {raw.cap}-byte cap"
+                )
             try:
                 out.append(decode(raw))
             except LedgerError as exc:
@@ -44,35 +66,116 @@ class LedgerRead:
         return out
 
 
-def read_ledger(path: Path) -> LedgerRead:
+class LineReader:
+    """The lines of a regular file, one at a time, in bounded memory.
+
+    A line longer than ``max_record_bytes`` is skipped as it streams past and yielded as ``Oversized``:
+    memory stays near ``max_record_bytes`` plus one read chunk whatever the file holds. Devices, pipes
+    and directories are refused before anything is read (``/dev/zero`` would never end). After the
+    iteration, ``torn_size`` counts the bytes after the last newline and ``torn_tail`` holds them when
+    they fit under the cap.
+    """
+
+    def __init__(
+        self, path: Path, *, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES, what: str = "ledger"
+    ) -> None:
+        if max_record_bytes < 1:
+            raise LedgerError("the record size cap must be at least 1 byte")
+        self.path = path
+        self.cap = max_record_bytes
+        self.what = what
+        self.torn_tail: bytes | None = None
+        self.torn_size = 0
+        try:
+            mode = path.stat().st_mode
+        except OSError as exc:
+            raise LedgerError(f"cannot read {what} {path}: {exc.strerror}") from None
+        if stat.S_ISDIR(mode):
+            raise LedgerError(f"cannot read {what} {path}: it is a directory, not a file")
+        if not stat.S_ISREG(mode):
+            raise LedgerError(f"cannot read {what} {path}: not a regular file (a device, pipe or socket)")
+
+    def __iter__(self) -> Iterator[tuple[int, bytes | Oversized]]:
+        cap, lineno, buf, skipped = self.cap, 1, b"", -1  # skipped >= 0: inside an oversized line
+        try:
+            handle = self.path.open("rb")
+        except OSError as exc:
+            raise LedgerError(f"cannot read {self.what} {self.path}: {exc.strerror}") from None
+        with handle:
+            while chunk := handle.read(_CHUNK):
+                if skipped >= 0:
+                    newline = chunk.find(b"\n")
+                    if newline < 0:
+                        skipped += len(chunk)
+                        continue
+                    yield lineno, Oversized(skipped + newline, cap)
+                    lineno, skipped, chunk = lineno + 1, -1, chunk[newline + 1 :]
+                parts = (buf + chunk if buf else chunk).split(b"\n")
+                buf = parts.pop()
+                for part in parts:
+                    yield lineno, part if len(part) <= cap else Oversized(len(part), cap)
+                    lineno += 1
+                if len(buf) > cap:
+                    skipped, buf = len(buf), b""
+        if skipped >= 0:
+            yield lineno, Oversized(skipped, cap)  # an oversized last line is no torn write
+        elif buf:
+            self.torn_tail, self.torn_size = buf, len(buf)
+
+
+def read_ledger(path: Path, *, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> LedgerRead:
     """Read a ledger file. A last line without its newline is reported as ``torn_tail``."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise LedgerError(f"cannot read ledger {path}: {exc.strerror}") from None
-    result = LedgerRead()
-    parts = data.split(b"\n")
-    tail = parts.pop()  # b"" when the file ends with a newline
-    if tail:
-        result.torn_tail = tail
-    result.lines = [(i, line) for i, line in enumerate(parts, start=1)]
+    reader = LineReader(path, max_record_bytes=max_record_bytes)
+    result = LedgerRead(lines=list(reader))
+    result.torn_tail, result.torn_size = reader.torn_tail, reader.torn_size
     return result
 
 
-def verify_file(path: Path) -> tuple[VerifyReport, LedgerRead]:
-    """Verify a ledger file's protocol invariants (see ``tickloop.protocol.ledger.verify``)."""
-    read = read_ledger(path)
-    return verify(read.lines), read
+def verify_file(
+    path: Path,
+    *,
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    key: bytes | None = None,
+    seal: Seal | None = None,
+    strict: bool = False,
+    max_reported: int = MAX_REPORTED,
+) -> tuple[VerifyReport, LedgerRead]:
+    """Verify a ledger file in bounded memory (see ``tickloop.protocol.ledger.verify``).
+
+    The returned ``LedgerRead`` carries only the torn tail: the lines stream through and are not kept.
+    """
+    reader = LineReader(path, max_record_bytes=max_record_bytes)
+    verifier = Verifier(key=key, seal=seal, max_reported=max_reported)
+    for lineno, raw in reader:
+        verifier.feed(lineno, raw)
+    report = verifier.finish(torn_tail=reader.torn_size > 0, strict=strict)
+    return report, LedgerRead(torn_tail=reader.torn_tail, torn_size=reader.torn_size)
+
+
+def seal_file(path: Path, *, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Seal:
+    """The seal of a ledger as it is now: its complete lines, counted and hashed."""
+    digest, count = hashlib.sha256(), 0
+    for lineno, raw in LineReader(path, max_record_bytes=max_record_bytes):
+        if isinstance(raw, Oversized):
+            raise LedgerError(f"{path}: line {lineno} exceeds the {raw.cap}-byte record cap; not sealing")
+        digest.update(raw + b"\n")
+        count = lineno
+    if count == 0:
+        raise LedgerError(f"{path}: no complete record to seal")
+    return Seal(count, digest.hexdigest())
 
 
 class LedgerFile:
     """An open ledger: appends stamp ``seq`` (and ``prev`` when chained) and are fsynced."""
 
-    def __init__(self, path: Path, *, chain: bool = False, fsync_every: int = 1) -> None:
+    def __init__(
+        self, path: Path, *, chain: bool = False, fsync_every: int = 1, key: bytes | None = None
+    ) -> None:
         if fsync_every < 1:
             raise LedgerError("fsync_every must be at least 1")
         self.path = path
-        self.chain = chain
+        self.key = key
+        self.chain = chain or key is not None  #: a keyed ledger is always chained
         self.fsync_every = fsync_every
         self._unsynced = 0
         self.torn_repaired = False
@@ -84,15 +187,17 @@ class LedgerFile:
         if not path.exists():
             return 0, GENESIS
         read = read_ledger(path)
-        if read.torn_tail is not None:
+        if read.torn_size:
             # Never acknowledged (append returns only after fsync): cut it so the next line is clean.
             with path.open("r+b") as handle:
-                handle.truncate(path.stat().st_size - len(read.torn_tail))
+                handle.truncate(path.stat().st_size - read.torn_size)
                 os.fsync(handle.fileno())
             self.torn_repaired = True
         if not read.lines:
             return 0, GENESIS
         lineno, last = read.lines[-1]
+        if isinstance(last, Oversized):
+            raise LedgerError(f"{path}: line {lineno} exceeds the {last.cap}-byte record cap; not appending")
         try:
             seq = int(decode(last)["seq"])
         except LedgerError as exc:
@@ -109,6 +214,8 @@ class LedgerFile:
         stamped = {**rec, "seq": self._seq + 1}
         if self.chain:
             stamped["prev"] = self._prev
+        if self.key is not None:
+            stamped["mac"] = mac_of(canonical(stamped), self.key)
         line = canonical(stamped)
         if b"\n" in line:  # canonical JSON escapes newlines; this guards the one-line invariant
             raise LedgerError("a ledger record must encode to one line")
@@ -148,11 +255,19 @@ def ensure_private_dir(directory: Path) -> Path:
 
 
 def open_session_ledger(
-    audit_dir: Path, session_id: str, *, chain: bool = False, fsync_every: int = 1
+    audit_dir: Path, session_id: str, *, chain: bool = False, fsync_every: int = 1, key: bytes | None = None
 ) -> LedgerFile:
     """Open (creating if needed) the ledger of one session inside ``audit_dir``."""
     directory = ensure_private_dir(audit_dir)
     path = directory / session_file_name(session_id)
     if path.resolve().parent != directory.resolve():
         raise LedgerError(f"session id {session_id!r} would leave the audit dir")
-    return LedgerFile(path, chain=chain, fsync_every=fsync_every)
+    return LedgerFile(path, chain=chain, fsync_every=fsync_every, key=key)
+
+
+def audit_key(env_name: str, environ: Mapping[str, str] | None = None) -> bytes:
+    """The HMAC key held by the environment variable ``env_name`` (``[tick] auditKeyEnv``)."""
+    value = (os.environ if environ is None else environ).get(env_name, "")
+    if not value:
+        raise ConfigError(f"audit key variable {env_name} (auditKeyEnv) is not set or empty")
+    return value.encode("utf-8")

@@ -30,6 +30,7 @@ from tickloop.harness import (
     open_chat_agent,
     presence_path,
 )
+from tickloop.harness.tools import open_toolbox, tools_settings
 from tickloop.models.registry import get_model
 
 
@@ -39,6 +40,13 @@ from tickloop.models.registry import get_model
 @click.option("--audit-dir", type=click.Path(path_type=Path, file_okay=False), help="Audit ledger directory.")
 @sessions_dir_option
 @click.option("--no-tick", is_flag=True, help="Run without the tick plugin.")
+@click.option(
+    "--tools",
+    "enable_tools",
+    multiple=True,
+    type=click.Choice(["workspace"]),
+    help="Offer a toolset to the model (also: [tools] enabled = [...]; MCP servers: [tools.mcp.NAME]).",
+)
 def chat(
     *,
     session_id: str | None,
@@ -46,6 +54,7 @@ def chat(
     audit_dir: Path | None,
     sessions_dir: Path,
     no_tick: bool,
+    enable_tools: tuple[str, ...],
 ) -> None:
     """Chat with a model. Lines starting with / are commands (/help); they never reach the model."""
     settings = load_settings()
@@ -57,14 +66,25 @@ def chat(
     session_id = session_id if session_id is not None else _new_session_id()
     _utf8_streams()
     renderer = Renderer(sys.stdout, label=model.label)
+    tools = tools_settings(settings.tools, enable=enable_tools)
     agent = open_chat_agent(
-        model, sessions_dir=sessions_dir, session_id=session_id, tick=options, listeners=[renderer]
+        model,
+        sessions_dir=sessions_dir,
+        session_id=session_id,
+        tick=options,
+        listeners=[renderer],
+        toolbox=open_toolbox(tools),
+        max_rounds=tools.max_rounds,
     )
     renderer.notice(f"session {session_id} · model {model.label} · /help lists commands")
     if options is not None:
         renderer.notice(f"audit ledger {options.audit_dir / session_file_name(session_id)}")
     for terminal in agent.session.recovered:
         renderer.notice(f"turn {terminal.turn} was left open by an earlier process: recorded as interrupted")
+        if terminal.tool_calls:
+            renderer.notice("  a tool call it was running has outcome unknown; it is not re-run")
+    if tools.enabled or tools.mcp:
+        renderer.notice(f"tools: {', '.join([*tools.enabled, *(f'mcp:{n}' for n in sorted(tools.mcp))])}")
     with ChatPresence(presence_path(), session_id):
         if sys.stdin.isatty():
             asyncio.run(_interactive(agent, renderer))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from tickloop.cli.chat_render import time_step_label
+from tickloop.cli.chat_render import time_step_label, tool_line
 from tickloop.harness import DEFAULT_SESSIONS_DIR
 from tickloop.harness.catalog import list_sessions, load_session
 from tickloop.harness.session import Terminal
@@ -59,6 +59,15 @@ def show(session_id: str, sessions_dir: Path) -> None:
                 else f"{message.source}> {message.text}"
             )
         click.echo(f"[{turn.number}] {head}")
+        for rnd in turn.rounds:
+            if rnd.text:
+                click.echo(f"    assistant> {rnd.text}")
+            for call in rnd.calls:
+                result = rnd.result_of(call.id)
+                line = tool_line(result) if result is not None else f"⚙ {call.name}: no result recorded"
+                click.echo(f"    {line}")
+                if result is not None and result.status == "unknown":
+                    click.echo("      outcome unknown: it may or may not have taken effect; never re-run")
         if turn.reply is not None:
             click.echo(f"    assistant> {turn.reply.text}")
         click.echo(f"    -- {_terminal_text(turn.terminal)}")
@@ -68,6 +77,14 @@ def _terminal_text(terminal: Terminal | None) -> str:
     if terminal is None:
         return "open"
     fields = terminal.usage_fields()
+    tools = terminal.tool_fields()
+    if tools:
+        counts = f"{tools['toolCalls']} tool calls, {tools['toolErrors']} not ok"
+        return f"{_terminal_text_plain(terminal, fields)} · {counts}"
+    return _terminal_text_plain(terminal, fields)
+
+
+def _terminal_text_plain(terminal: Terminal, fields: dict[str, object]) -> str:
     if "usage" in fields:
         return f"{terminal.status} {fields['usage']}"
     if fields.get("usageReported") is False:

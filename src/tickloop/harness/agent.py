@@ -7,28 +7,71 @@ A turn ends with exactly one terminal: ``completed`` when the stream finishes, `
 provider raises ``ModelError`` (or anything else), ``interrupted`` on ``interrupt()`` (Ctrl-C,
 ``/interrupt``). The terminal is durable before plugins observe it. Nothing steers an active turn:
 follow-ups and a person's next message wait in the queue.
+
+With a ``Toolbox`` a turn is a loop: model -> tool calls -> tool results -> model, until the model
+answers without a call. The calls of a round are recorded before any runs, then run one at a time;
+each result is recorded as it arrives. A model that still asks for tools after ``max_rounds`` rounds
+ends the turn ``error``, saying so. An interrupt during a call cancels it: that call is recorded with
+outcome ``unknown`` (never re-run), the calls after it as ``skipped``. Tool output reaches the model
+only as a marked ``tool`` message: it never passes through the command plane.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 
 from tickloop.clock import Clock
 from tickloop.errors import ModelError, TickloopError
 from tickloop.harness.commands import CommandPlane, CommandResult, is_command
-from tickloop.harness.events import AgentEvent, Listener, Notice, TextStreamed, TurnEnded, TurnStarted
+from tickloop.harness.events import (
+    AgentEvent,
+    Listener,
+    Notice,
+    TextStreamed,
+    ToolCallEnded,
+    ToolCallStarted,
+    TurnEnded,
+    TurnStarted,
+)
 from tickloop.harness.plugin import Plugin, PluginHost
-from tickloop.harness.session import Session, Turn
-from tickloop.models.base import ChatMessage, ChatModel, Finished, TextDelta, Usage
+from tickloop.harness.session import Session, ToolRound, Turn
+from tickloop.harness.tools.base import (
+    CallResult,
+    CallStatus,
+    Toolbox,
+    digest,
+    model_text,
+    skipped_result,
+    unknown_result,
+)
+from tickloop.models.base import (
+    ChatMessage,
+    ChatModel,
+    Finished,
+    TextDelta,
+    ToolCall,
+    ToolCalls,
+    ToolSpec,
+    Usage,
+)
 from tickloop.protocol.envelope import USER_SOURCE, Message
 from tickloop.protocol.predicates import TerminalStatus
 
 
 class HarnessError(TickloopError):
     """The agent cannot go on."""
+
+
+class ToolRoundsExceededError(TickloopError):
+    """The model kept asking for tools past the turn's cap on tool rounds ([tools] maxRounds)."""
+
+
+#: tool rounds a turn may take unless the caller says otherwise (``[tools] maxRounds``)
+DEFAULT_MAX_ROUNDS = 8
 
 
 class Agent:
@@ -42,8 +85,14 @@ class Agent:
         plugins: Sequence[Plugin] = (),
         clock: Clock | None = None,
         listeners: Iterable[Listener] = (),
+        toolbox: Toolbox | None = None,
+        max_rounds: int = DEFAULT_MAX_ROUNDS,
     ) -> None:
         self.model = model
+        self.toolbox = toolbox or Toolbox()
+        self.max_rounds = max_rounds
+        self._running_call: ToolCall | None = None
+        self._running_since = 0.0
         self.session = session
         self.clock = clock or session.clock
         self.commands = CommandPlane()
@@ -108,6 +157,7 @@ class Agent:
     async def start(self) -> None:
         """Keep the model's connection for the session, start the plugins, then the turn worker."""
         self.model.keep_connections()
+        await self.toolbox.start(lambda text: self.emit(Notice(text, error=True)))
         for plugin in self.plugins:
             plugin.start(PluginHost(self, plugin))
         self._worker = asyncio.create_task(self._run(), name="tickloop-agent")
@@ -136,6 +186,7 @@ class Agent:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._worker
         try:
+            await self.toolbox.aclose()
             await self.model.aclose()
         finally:
             self.session.close()
@@ -198,6 +249,8 @@ class Agent:
         self._stream = asyncio.create_task(self._consume(turn.number, chunks))
         await asyncio.wait((self._stream,))
         status, usage, detail = _outcome(self._stream)
+        if self._stream.cancelled():
+            self._settle_cut_off()
         if chunks:
             self.session.add_reply("".join(chunks))
         terminal = self.session.end_turn(status, usage=usage, detail=detail)
@@ -207,13 +260,67 @@ class Agent:
         self.notify_changed()
 
     async def _consume(self, number: int, chunks: list[str]) -> Usage | None:
-        stream = self.model.stream(self._model_input())
+        """The turn's rounds: stream an answer; run its tool calls, if any, and ask again."""
+        specs = self.toolbox.specs()
+        if specs:
+            self.session.offer_tools()
+        rounds = 0
+        while True:
+            usage, calls = await self._stream_once(number, chunks, specs)
+            if not calls:
+                return usage
+            rounds += 1
+            text = "".join(chunks)
+            chunks.clear()
+            self.session.begin_tool_round(text, calls)
+            if rounds > self.max_rounds:
+                for call in calls:
+                    self.session.add_tool_result(skipped_result(call, self.max_rounds))
+                raise ToolRoundsExceededError(
+                    f"the model asked for tools again after {self.max_rounds} tool rounds, the cap per "
+                    "turn ([tools] maxRounds); its last calls were not run"
+                )
+            for call in calls:
+                await self._run_call(number, call)
+
+    async def _run_call(self, number: int, call: ToolCall) -> None:
+        self._running_call = call
+        self._running_since = time.monotonic()
+        self.emit(ToolCallStarted(number, call))
+        result = await self.toolbox.run(call)
+        self._running_call = None
+        self.session.add_tool_result(result)
+        self.emit(ToolCallEnded(number, result))
+
+    def _settle_cut_off(self) -> None:
+        """After an interrupt: the call that was running has outcome ``unknown``; later calls of
+        its round never started (``skipped``)."""
+        turn = self.session.open_turn
+        running, self._running_call = self._running_call, None
+        if turn is None or not turn.rounds:
+            return
+        for call in turn.rounds[-1].pending():
+            if running is not None and call.id == running.id:
+                elapsed = int((time.monotonic() - self._running_since) * 1000)
+                cut = unknown_result(call, elapsed, "interrupted")
+                self.session.add_tool_result(cut, reason="interrupted")
+                self.emit(ToolCallEnded(turn.number, cut))
+            else:
+                self.session.add_tool_result(_not_started(call))
+
+    async def _stream_once(
+        self, number: int, chunks: list[str], specs: tuple[ToolSpec, ...]
+    ) -> tuple[Usage | None, tuple[ToolCall, ...]]:
+        stream = self.model.stream(self._model_input(with_tools=bool(specs)), tools=specs)
         usage: Usage | None = None
+        calls: tuple[ToolCall, ...] = ()
         try:
             async for event in stream:
                 if isinstance(event, TextDelta):
                     chunks.append(event.text)
                     self.emit(TextStreamed(number, event.text))
+                elif isinstance(event, ToolCalls):
+                    calls = event.calls
                 elif isinstance(event, Finished):
                     usage = event.usage
         finally:
@@ -221,11 +328,21 @@ class Agent:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:
                 await aclose()
-        return usage
+        return usage, calls
 
-    def _model_input(self) -> list[ChatMessage]:
-        """The transcript as the model sees it: roles and text only; commands were never in it."""
-        return [ChatMessage(m.role, m.text) for m in self.session.messages()]
+    def _model_input(self, *, with_tools: bool = True) -> list[ChatMessage]:
+        """The transcript as the model sees it: roles and text, each turn's tool rounds with their
+        results as marked ``tool`` messages; commands were never in it. ``with_tools=False`` (a
+        session reopened without its tools): earlier rounds become assistant text, since servers
+        refuse ``tool`` messages in a request that offers no tools."""
+        out: list[ChatMessage] = []
+        for turn in self.session.turns:
+            out.append(ChatMessage(turn.input.role, turn.input.text))
+            for rnd in turn.rounds:
+                out.extend(_round_messages(rnd) if with_tools else [_round_as_text(rnd)])
+            if turn.reply is not None:
+                out.append(ChatMessage("assistant", turn.reply.text))
+        return out
 
     def _observe(self, turn: Turn) -> None:
         for plugin in self.plugins:
@@ -243,11 +360,35 @@ def _is_unicode(text: str) -> bool:
     return True
 
 
+def _round_messages(rnd: ToolRound) -> list[ChatMessage]:
+    out = [ChatMessage("assistant", rnd.text, tool_calls=rnd.calls)]
+    for call in rnd.calls:
+        result = rnd.result_of(call.id)
+        content = model_text(result) if result is not None else "[tool output: none yet]"
+        out.append(ChatMessage("tool", content, tool_call_id=call.id))
+    return out
+
+
+def _round_as_text(rnd: ToolRound) -> ChatMessage:
+    lines = [rnd.text] if rnd.text else []
+    for call in rnd.calls:
+        result = rnd.result_of(call.id)
+        lines.append(f"(called {call.name} with {call.arguments})")
+        if result is not None:
+            lines.append(model_text(result))
+    return ChatMessage("assistant", "\n".join(lines))
+
+
+def _not_started(call: ToolCall) -> CallResult:
+    text = "not run: the turn was interrupted before this call started"
+    return CallResult(call, CallStatus.SKIPPED, text, 0, digest(text), len(text))
+
+
 def _outcome(task: asyncio.Task[Usage | None]) -> tuple[TerminalStatus, Usage | None, str | None]:
     if task.cancelled():
         return TerminalStatus.INTERRUPTED, None, None
     exc = task.exception()
-    if isinstance(exc, ModelError):
+    if isinstance(exc, ModelError | ToolRoundsExceededError):
         return TerminalStatus.ERROR, None, exc.message
     if exc is not None:
         return TerminalStatus.ERROR, None, f"{type(exc).__name__}: {exc}"

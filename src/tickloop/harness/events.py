@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tickloop.harness.session import Terminal, Turn
+from tickloop.harness.tools.base import CallResult
+from tickloop.models.base import ToolCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,5 +40,21 @@ class Notice:
     error: bool = False
 
 
-AgentEvent = TurnStarted | TextStreamed | TurnEnded | Notice
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted:
+    """The harness is running a tool call the model asked for."""
+
+    turn: int
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEnded:
+    """A tool call ended (its result is durable in the transcript)."""
+
+    turn: int
+    result: CallResult
+
+
+AgentEvent = TurnStarted | TextStreamed | TurnEnded | Notice | ToolCallStarted | ToolCallEnded
 Listener = Callable[[AgentEvent], None]

@@ -7,6 +7,18 @@ On disk a session is an append-only JSONL file (``session-<escaped id>.jsonl``):
     {"type": "message", "turn": 1, "role": "assistant", "content": [...], "source": {...}, ...}
     {"type": "terminal", "turn": 1, "status": "completed", "usage": {...}, "at": "..."}
 
+A turn with tools has, before its reply, one ``tool_calls`` record per round (the calls the model
+asked for, written and fsynced *before* any of them runs) and one ``tool_result`` per call::
+
+    {"type": "tool_calls", "turn": 2, "round": 1, "text": "", "calls": [{"id": "c1", "tool": "list_dir",
+     "args": "{}", "argsSha256": "sha256:...", "argsChars": 2}], "at": "..."}
+    {"type": "tool_result", "turn": 2, "round": 1, "id": "c1", "tool": "list_dir", "status": "ok",
+     "durationMs": 3, "result": "...", "resultSha256": "sha256:...", "resultChars": 120, "at": "..."}
+
+A call cut off by an interrupt or a crash gets ``"status": "unknown", "outcome": "unknown"``: whether
+it took effect is not known, and nothing re-runs it. The terminal of such a turn counts
+``toolCalls`` and ``toolErrors`` (every call that did not end ``ok``).
+
 A completed turn whose model reported no token usage (llama-cpp-python streams none) says so with
 ``"usageReported": false`` instead of leaving ``usage`` out without a word; tickloop never estimates it.
 
@@ -26,7 +38,8 @@ from tickloop.audit import session_file_name
 from tickloop.clock import Clock, SystemClock, utc_iso
 from tickloop.errors import LedgerError, TransitionError
 from tickloop.harness.jsonl import JsonlLog, MemoryLog, RecordLog, SessionError, private_dir, read_records
-from tickloop.models.base import Usage
+from tickloop.harness.tools.base import ARGS_CAP, CallResult, CallStatus, cap, digest, unknown_result
+from tickloop.models.base import ToolCall, Usage
 from tickloop.protocol.envelope import USER_SOURCE, Message, Source, is_time_step
 from tickloop.protocol.predicates import SessionView, TerminalStatus
 
@@ -44,6 +57,14 @@ class Terminal:
     usage: Usage | None = None
     detail: str | None = None  #: the provider's error message, for ``error``
     recovered: bool = False  #: written on reopen for a turn a crash left open
+    tool_calls: int | None = None  #: calls made in the turn (None: no tools were offered)
+    tool_errors: int | None = None  #: calls that did not end ``ok``
+
+    def tool_fields(self) -> dict[str, int]:
+        """``toolCalls`` and ``toolErrors`` for a turn that offered tools; nothing otherwise."""
+        if self.tool_calls is None:
+            return {}
+        return {"toolCalls": self.tool_calls, "toolErrors": self.tool_errors or 0}
 
     def usage_fields(self) -> dict[str, Any]:
         """What the session file and the ledger say about tokens: the model's own counts, or for a
@@ -57,13 +78,36 @@ class Terminal:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolRound:
+    """One round of a turn: the model's text and calls, and the result of each call so far."""
+
+    number: int
+    text: str
+    calls: tuple[ToolCall, ...]
+    results: tuple[CallResult, ...] = ()
+
+    def result_of(self, call_id: str) -> CallResult | None:
+        return next((r for r in self.results if r.call.id == call_id), None)
+
+    def pending(self) -> tuple[ToolCall, ...]:
+        return tuple(c for c in self.calls if self.result_of(c.id) is None)
+
+
+@dataclass(frozen=True, slots=True)
 class Turn:
-    """One input message, the assistant's reply (if any), and at most one terminal."""
+    """One input message, its tool rounds, the assistant's reply (if any), and at most one terminal."""
 
     number: int
     input: Message
     reply: Message | None = None
     terminal: Terminal | None = None
+    rounds: tuple[ToolRound, ...] = ()
+    tools_offered: bool = False
+
+    def call_counts(self) -> tuple[int, int]:
+        """(calls, calls that did not end ``ok``) over all rounds."""
+        results = [r for rnd in self.rounds for r in rnd.results]
+        return len(results), sum(1 for r in results if r.status is not CallStatus.OK)
 
 
 @dataclass(slots=True)
@@ -130,12 +174,54 @@ class Session:
         self.turns[-1] = replace(turn, reply=reply)
         self._counters.revision += 1
 
+    def offer_tools(self) -> None:
+        """Mark the open turn as one whose model was offered tools (its terminal counts calls)."""
+        turn = self._require_open()
+        self.turns[-1] = replace(turn, tools_offered=True)
+
+    def begin_tool_round(self, text: str, calls: tuple[ToolCall, ...]) -> ToolRound:
+        """Record the calls the model asked for, durably, before any of them runs."""
+        turn = self._require_open()
+        rnd = ToolRound(number=len(turn.rounds) + 1, text=text, calls=calls)
+        self.log.append(_tool_calls_record(turn.number, rnd, self.clock))
+        self.turns[-1] = replace(turn, rounds=(*turn.rounds, rnd), tools_offered=True)
+        self._counters.revision += 1
+        return rnd
+
+    def add_tool_result(self, result: CallResult, *, reason: str | None = None) -> None:
+        """Record how one call of the newest round ended (``reason``: why its outcome is unknown)."""
+        turn = self._require_open()
+        if not turn.rounds:
+            raise TransitionError("no tool round is open")
+        rnd = turn.rounds[-1]
+        self.log.append(_tool_result_record(turn.number, rnd.number, result, reason, self.clock))
+        rounds = (*turn.rounds[:-1], replace(rnd, results=(*rnd.results, result)))
+        self.turns[-1] = replace(turn, rounds=rounds)
+        self._counters.revision += 1
+
+    def settle_open_calls(self, why: str) -> None:
+        """Every call of the open turn without a result gets outcome ``unknown`` (never re-run)."""
+        turn = self.open_turn
+        if turn is None or not turn.rounds:
+            return
+        for call in turn.rounds[-1].pending():
+            self.add_tool_result(unknown_result(call, 0, why), reason=why)
+
     def end_turn(
         self, status: TerminalStatus, *, usage: Usage | None = None, detail: str | None = None
     ) -> Terminal:
         """Close the open turn. The terminal is durable when this returns."""
+        self.settle_open_calls(f"the turn ended {status}")
         turn = self._require_open()
-        terminal = Terminal(turn=turn.number, status=status, usage=usage, detail=detail)
+        calls, errors = turn.call_counts()
+        terminal = Terminal(
+            turn=turn.number,
+            status=status,
+            usage=usage,
+            detail=detail,
+            tool_calls=calls if turn.tools_offered else None,
+            tool_errors=errors if turn.tools_offered else None,
+        )
         self.log.append(_terminal_record(terminal, self.clock))
         self._apply_terminal(turn, terminal)
         return terminal
@@ -224,6 +310,31 @@ def _replay_one(session: Session, rec: Mapping[str, Any]) -> None:
     elif kind == "terminal":
         turn = session._require_open()
         session._apply_terminal(turn, _terminal_from(rec))
+    elif kind == "tool_calls":
+        turn = session._require_open()
+        calls = tuple(ToolCall(str(c["id"]), str(c["tool"]), str(c["args"])) for c in rec["calls"])
+        rnd = ToolRound(number=int(rec["round"]), text=str(rec.get("text", "")), calls=calls)
+        session.turns[-1] = replace(turn, rounds=(*turn.rounds, rnd), tools_offered=True)
+    elif kind == "tool_result":
+        turn = session._require_open()
+        if not turn.rounds:
+            raise ValueError("a tool_result before any tool_calls")
+        rnd = turn.rounds[-1]
+        call = next((c for c in rnd.calls if c.id == rec["id"]), None)
+        if call is None or rnd.result_of(call.id) is not None:
+            raise ValueError(
+                f"a tool_result for call {rec['id']!r}, which its round did not make or already answered"
+            )
+        result = CallResult(
+            call=call,
+            status=CallStatus(rec["status"]),
+            text=str(rec["result"]),
+            duration_ms=int(rec["durationMs"]),
+            sha256=str(rec["resultSha256"]),
+            chars=int(rec["resultChars"]),
+        )
+        done = replace(rnd, results=(*rnd.results, result))
+        session.turns[-1] = replace(turn, rounds=(*turn.rounds[:-1], done))
     else:
         raise ValueError(f"unknown record type {kind!r}")
 
@@ -232,7 +343,16 @@ def _recover_open_turn(session: Session) -> None:
     turn = session.open_turn
     if turn is None:
         return
-    terminal = Terminal(turn=turn.number, status=TerminalStatus.INTERRUPTED, recovered=True)
+    session.settle_open_calls("the process ended while it ran")
+    turn = session._require_open()
+    calls, errors = turn.call_counts()
+    terminal = Terminal(
+        turn=turn.number,
+        status=TerminalStatus.INTERRUPTED,
+        recovered=True,
+        tool_calls=calls if turn.tools_offered else None,
+        tool_errors=errors if turn.tools_offered else None,
+    )
     session.log.append(_terminal_record(terminal, session.clock))
     session._apply_terminal(turn, terminal)
     session.recovered.append(terminal)
@@ -252,6 +372,50 @@ def _terminal_record(terminal: Terminal, clock: Clock) -> dict[str, Any]:
         rec["detail"] = terminal.detail
     if terminal.recovered:
         rec["recovered"] = True
+    rec.update(terminal.tool_fields())
+    rec["at"] = utc_iso(clock.now())
+    return rec
+
+
+def _tool_calls_record(turn: int, rnd: ToolRound, clock: Clock) -> dict[str, Any]:
+    calls = [
+        {
+            "id": call.id,
+            "tool": call.name,
+            "args": cap(call.arguments, ARGS_CAP),
+            "argsSha256": digest(call.arguments),
+            "argsChars": len(call.arguments),
+        }
+        for call in rnd.calls
+    ]
+    return {
+        "type": "tool_calls",
+        "turn": turn,
+        "round": rnd.number,
+        "text": rnd.text,
+        "calls": calls,
+        "at": utc_iso(clock.now()),
+    }
+
+
+def _tool_result_record(
+    turn: int, number: int, result: CallResult, reason: str | None, clock: Clock
+) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "type": "tool_result",
+        "turn": turn,
+        "round": number,
+        "id": result.call.id,
+        "tool": result.call.name,
+        "status": str(result.status),
+        "durationMs": result.duration_ms,
+        "result": result.text,
+        "resultSha256": result.sha256,
+        "resultChars": result.chars,
+    }
+    if result.status is CallStatus.UNKNOWN:
+        rec["outcome"] = "unknown"
+        rec["reason"] = reason or "cut off"
     rec["at"] = utc_iso(clock.now())
     return rec
 
@@ -274,4 +438,6 @@ def _terminal_from(rec: Mapping[str, Any]) -> Terminal:
         usage=None if usage is None else Usage(int(usage["inputTokens"]), int(usage["outputTokens"])),
         detail=rec.get("detail"),
         recovered=bool(rec.get("recovered", False)),
+        tool_calls=rec.get("toolCalls"),
+        tool_errors=rec.get("toolErrors"),
     )

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from tickloop.protocol.ledger import CLOSING, POLICY_FIELDS, RecordType
+from tickloop.protocol.ledger import CLOSING, POLICY_FIELDS, RECOVER_ORPHANED_RUN, RecordType
 
-RECOVER_ORPHANED_RUN = "recover.orphaned_run"
+__all__ = ["RECOVER_ORPHANED_RUN", "LedgerSink", "NullLedger", "orphaned_run"]
 
 
 class LedgerSink(Protocol):

@@ -24,6 +24,7 @@ class TickOptions:
     default_policy: str
     policies: PolicySet  #: compiled and frozen at startup: later config edits cannot reach a run
     chain: bool = False
+    audit_key_env: str = ""  #: the variable's name; the key itself is read only when the ledger opens
 
     @classmethod
     def from_settings(cls, settings: TickSettings, *, cwd: Path | None = None) -> TickOptions:
@@ -46,6 +47,7 @@ class TickOptions:
             default_policy=settings.default_policy,
             policies=policies,
             chain=settings.chain,
+            audit_key_env=settings.audit_key_env,
         )
 
     @classmethod

@@ -28,15 +28,17 @@ from tickloop.harness.tick_options import TickOptions
 from tickloop.harness.timers import LoopTimers, TimerHandle, Timers
 from tickloop.protocol.command import ControlOp, TickControl, TickStart, parse_tick
 from tickloop.protocol.envelope import PLUGIN_NAME, time_step_message
-from tickloop.protocol.ledger import RecordType, record
+from tickloop.protocol.ledger import (  # the rule ids live with the verifier's vocabulary
+    CANCEL_STATE_CHANGED,
+    STOP_DISPOSED,
+    STOP_INCONSISTENT,
+    STOP_NO_RUN,
+    STOP_USER,
+    RecordType,
+    record,
+)
 from tickloop.protocol.predicates import Decision, Next, admit, next_step
 from tickloop.protocol.run import Run, RunState
-
-STOP_USER = "stop.user"
-STOP_DISPOSED = "stop.disposed"
-CANCEL_STATE_CHANGED = "cancel.state_changed"
-STOP_INCONSISTENT = "stop.inconsistent_turn"
-STOP_NO_RUN = "stop.no_active_run"
 
 
 class TickPlugin:
@@ -108,6 +110,7 @@ class TickPlugin:
                 step=self._enqueued,
                 status=str(terminal.status),
                 **terminal.usage_fields(),
+                **terminal.tool_fields(),
             )
             self._advance()
         elif run.state is RunState.WAITING:

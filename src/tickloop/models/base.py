@@ -1,6 +1,8 @@
 """The model interface every provider implements.
 
-A provider streams ``TextDelta`` events and ends with exactly one ``Finished``. Any provider
+A provider streams ``TextDelta`` events and ends with exactly one ``Finished``. Given ``tools``, it may
+also yield one ``ToolCalls`` (the calls the model asked for, their arguments assembled from however
+many chunks they arrived in) before ``Finished``. Any provider
 failure (HTTP error, malformed chunk, disconnect, timeout) raises ``ModelError``; the harness turns
 that into an ``error`` terminal. Cancelling the consuming task (an interrupt) must close the
 underlying stream promptly; the harness turns that into an ``interrupted`` terminal.
@@ -14,14 +16,51 @@ from typing import Any, Protocol
 
 
 @dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool the model may call: its name, what it does, and a JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+    def to_wire(self) -> dict[str, Any]:
+        function = {"name": self.name, "description": self.description, "parameters": dict(self.parameters)}
+        return {"type": "function", "function": function}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call the model asked for. ``arguments`` is the raw text the model sent (JSON, unchecked)."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def to_wire(self) -> dict[str, Any]:
+        function = {"name": self.name, "arguments": self.arguments}
+        return {"id": self.id, "type": "function", "function": function}
+
+
+@dataclass(frozen=True, slots=True)
 class ChatMessage:
-    """One message on the wire: what the model sees (no sources, no commands)."""
+    """One message on the wire: what the model sees (no sources, no commands).
 
-    role: str  #: system, user or assistant
+    An assistant message may carry the ``tool_calls`` it made; a ``tool`` message answers the call
+    ``tool_call_id``.
+    """
+
+    role: str  #: system, user, assistant or tool
     content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
 
-    def to_wire(self) -> dict[str, str]:
-        return {"role": self.role, "content": self.content}
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            wire["tool_calls"] = [call.to_wire() for call in self.tool_calls]
+        if self.tool_call_id is not None:
+            wire["tool_call_id"] = self.tool_call_id
+        return wire
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +89,14 @@ class Finished:
     finish_reason: str | None = None
 
 
-StreamEvent = TextDelta | Finished
+@dataclass(frozen=True, slots=True)
+class ToolCalls:
+    """The tool calls of one answer, in the order the model made them (parallel calls: several)."""
+
+    calls: tuple[ToolCall, ...]
+
+
+StreamEvent = TextDelta | ToolCalls | Finished
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,8 +116,10 @@ class ChatModel(Protocol):
     #: what the UI shows next to the model's output (``offline`` for the built-in model)
     label: str
 
-    def stream(self, messages: Sequence[ChatMessage]) -> AsyncIterator[StreamEvent]:
-        """Stream one assistant answer. Raises ``ModelError`` on any provider failure."""
+    def stream(
+        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = ()
+    ) -> AsyncIterator[StreamEvent]:
+        """Stream one assistant answer, offering ``tools``. Raises ``ModelError`` on any provider failure."""
         ...
 
     async def complete(

@@ -1,4 +1,8 @@
-"""The deterministic offline model: the embedded default. No key, no network, instant by default."""
+"""The deterministic offline model: the embedded default. No key, no network, instant by default.
+
+Offered tools, it behaves deterministically too: when the person's message contains "list files" and
+``list_dir`` is offered, it calls ``list_dir`` once, then answers with the first lines of the result.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,17 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from tickloop.errors import ModelError
-from tickloop.models.base import ChatMessage, Completion, Finished, StreamEvent, TextDelta, Usage
+from tickloop.models.base import (
+    ChatMessage,
+    Completion,
+    Finished,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCalls,
+    ToolSpec,
+    Usage,
+)
 
 DEFAULT_REPLY = "(offline model) noted."
 
@@ -49,8 +63,16 @@ class OfflineModel:
             return f"echo: {users[-1] if users else ''}"
         return self.reply
 
-    async def stream(self, messages: Sequence[ChatMessage]) -> AsyncIterator[StreamEvent]:
-        text = self._answer(messages)
+    async def stream(
+        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = ()
+    ) -> AsyncIterator[StreamEvent]:
+        call = _tool_step(messages, tools)
+        if call is not None:
+            self.calls.append(tuple(messages))
+            yield ToolCalls((call,))
+            yield Finished(usage=_usage(messages, call.arguments), finish_reason="tool_calls")
+            return
+        text = _after_tool(messages) or self._answer(messages)
         words = text.split(" ")
         for i, word in enumerate(words):
             if self.token_delay:
@@ -73,6 +95,25 @@ class OfflineModel:
 
     async def aclose(self) -> None:
         """Nothing to close."""
+
+
+def _tool_step(messages: Sequence[ChatMessage], tools: Sequence[ToolSpec]) -> ToolCall | None:
+    """``list_dir`` for a person's "list files", once: only when the last message is theirs."""
+    if not messages or messages[-1].role != "user" or "list_dir" not in {t.name for t in tools}:
+        return None
+    if "list files" not in messages[-1].content.lower():
+        return None
+    return ToolCall(id=f"offline-{len(messages)}", name="list_dir", arguments='{"path": "."}')
+
+
+def _after_tool(messages: Sequence[ChatMessage]) -> str | None:
+    """After a tool result: say what the tool answered (its first lines)."""
+    if not messages or messages[-1].role != "tool":
+        return None
+    lines = [line for line in messages[-1].content.splitlines()[1:] if not line.startswith("[end of tool")]
+    shown = ", ".join(lines[:5]) or "nothing"
+    more = f" and {len(lines) - 5} more" if len(lines) > 5 else ""
+    return f"(offline model) the workspace has: {shown}{more}."
 
 
 def _usage(messages: Sequence[ChatMessage], text: str) -> Usage:

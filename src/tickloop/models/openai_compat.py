@@ -25,7 +25,17 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from tickloop.errors import ModelError
-from tickloop.models.base import ChatMessage, Completion, Finished, StreamEvent, TextDelta, Usage
+from tickloop.models.base import (
+    ChatMessage,
+    Completion,
+    Finished,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolCalls,
+    ToolSpec,
+    Usage,
+)
 from tickloop.models.grammar import grammar_schema
 from tickloop.system import is_loopback_host
 
@@ -104,16 +114,24 @@ class OpenAICompatModel:
 
     # -- ChatModel ---------------------------------------------------------------------------------
 
-    async def stream(self, messages: Sequence[ChatMessage]) -> AsyncIterator[StreamEvent]:
-        """Stream one answer; ``ModelError`` on any failure, including a stream that ends unfinished."""
+    async def stream(
+        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = ()
+    ) -> AsyncIterator[StreamEvent]:
+        """Stream one answer; ``ModelError`` on any failure, including a stream that ends unfinished.
+
+        With ``tools`` the request offers them; streamed ``tool_calls`` deltas (a call's arguments
+        split over many chunks, several calls told apart by ``index``) are assembled and yielded as one
+        ``ToolCalls`` before ``Finished``."""
         client = self._get_client()
         started = False
         usage: Usage | None = None
         finish: str | None = None
+        calls = _ToolCallParts()
+        extra: dict[str, Any] = {"tools": [t.to_wire() for t in tools]} if tools else {}
         try:
             response = await client.post(
                 "/chat/completions",
-                body=self._body(messages, stream=True, stream_options={"include_usage": True}),
+                body=self._body(messages, stream=True, stream_options={"include_usage": True}, **extra),
                 cast_to=object,  # each chunk stays the decoded JSON; _chunk_* check its shape
                 stream=True,
                 stream_cls=_json_stream(),
@@ -128,6 +146,7 @@ class OpenAICompatModel:
                         if text:
                             yield TextDelta(text)
                         finish = reason or finish
+                    calls.feed(chunk)
                     usage = _chunk_usage(chunk) or usage
         except (asyncio.CancelledError, ModelError):
             raise
@@ -135,6 +154,8 @@ class OpenAICompatModel:
             raise self._error(exc, mid_stream=started) from None
         if finish is None:
             raise ModelError(self._where("the stream ended before the model finished (no finish_reason)"))
+        if calls.parts:
+            yield ToolCalls(calls.assembled())
         yield Finished(usage=usage, finish_reason=finish)
 
     async def complete(
@@ -311,7 +332,7 @@ def _json_stream() -> Any:
     return AsyncStream[object]
 
 
-def _wire(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
+def _wire(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     return [m.to_wire() for m in messages]
 
 
@@ -346,6 +367,40 @@ def _chunk_choices(chunk: object) -> list[tuple[str | None, str | None]]:
             raise _ShapeError("a choice's delta.content or finish_reason is not a string")
         out.append((text, reason))
     return out
+
+
+class _ToolCallParts:
+    """Streamed ``tool_calls`` deltas of the first choice, assembled per ``index``: the first delta
+    of a call carries its id and name, later ones carry pieces of its arguments text."""
+
+    def __init__(self) -> None:
+        self.parts: dict[int, tuple[str, str, list[str]]] = {}
+
+    def feed(self, chunk: object) -> None:
+        choices = _object(chunk, "a stream chunk").get("choices") or []
+        for choice in choices[:1]:
+            delta = _object(_object(choice, "a choice").get("delta") or {}, "a choice's delta")
+            deltas = delta.get("tool_calls") or []
+            if not isinstance(deltas, list):
+                raise _ShapeError("delta.tool_calls is not a list")
+            for item in deltas:
+                self._one(_object(item, "a tool_calls delta"))
+
+    def _one(self, item: Mapping[str, Any]) -> None:
+        index = item.get("index", len(self.parts))
+        function = _object(item.get("function") or {}, "a tool call's function")
+        call_id, name, args = item.get("id"), function.get("name"), function.get("arguments")
+        if not isinstance(index, int) or not all(isinstance(v, str | None) for v in (call_id, name, args)):
+            raise _ShapeError("a tool_calls delta has a non-integer index or non-string id/name/arguments")
+        old_id, old_name, pieces = self.parts.get(index, ("", "", []))
+        pieces.append(args or "")
+        self.parts[index] = (old_id or call_id or "", old_name or name or "", pieces)
+
+    def assembled(self) -> tuple[ToolCall, ...]:
+        return tuple(
+            ToolCall(id=call_id or f"call_{index}", name=name, arguments="".join(pieces))
+            for index, (call_id, name, pieces) in sorted(self.parts.items())
+        )
 
 
 def _completion_parts(response: object) -> tuple[str, Usage | None]:

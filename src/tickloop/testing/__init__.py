@@ -1,6 +1,19 @@
-"""Fakes shipped with the package, used as the default test fixtures (and usable by any embedder).
+"""Test doubles for code built on tickloop: what a user of the library needs to test their own
+plugins, models and handlers without a real model, a real clock or a ledger file.
 
-They record what they received so a test can assert on the calls.
+- ``FakeClock``: a clock that moves only when told to (``sleep`` advances it).
+- ``LedgerCapture``: a ledger sink that keeps every record in memory.
+- ``tickloop.testing.harness.ManualTimers``: the harness's timers, fired by hand (the fake clock's
+  counterpart for ``Timers``).
+- ``tickloop.testing.openai_server``: a real, scripted OpenAI-compatible server on 127.0.0.1.
+- ``tickloop.testing.postgres``: finds a PostgreSQL server and gives each test its own schema. Kept
+  here because the test suite's ``pg_url`` fixture and the store benchmark both need it, and an
+  embedder testing against a PostgreSQL store finds a server the same way
+  (``TICKLOOP_TEST_DATABASE_URL``).
+
+The load generators for the store and executor benchmarks live in the repository's ``bench/``, not
+here: they import the operator and are of no use to a library user. The fakes record what they
+received so a test can assert on the calls.
 """
 
 from __future__ import annotations

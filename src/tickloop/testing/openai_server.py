@@ -46,7 +46,7 @@ class Reply:
     """One scripted behaviour for one chat-completions request.
 
     Use the constructors: ``Reply.text``, ``Reply.echo_user``, ``Reply.error``, ``Reply.malformed``,
-    ``Reply.disconnect``, ``Reply.stall``.
+    ``Reply.disconnect``, ``Reply.stall``, ``Reply.tool_calls``.
     """
 
     #: the assistant text (split into ``chunks`` nearly equal pieces when streamed)
@@ -78,6 +78,14 @@ class Reply:
     #: False: count nothing: no usage chunk in a stream whatever ``stream_options`` asks (as
     #: llama-cpp-python streams) and no ``usage`` in a whole answer
     report_usage: bool = True
+    #: (id, name, arguments text) of each tool call the answer makes; streamed, each call's first
+    #: delta carries its id and name, then its arguments arrive in ``chunks`` pieces
+    calls: tuple[tuple[str, str, str], ...] = ()
+
+    @classmethod
+    def tool_calls(cls, *calls: tuple[str, str, str], chunks: int = 3, content: str = "") -> Reply:
+        """An answer that calls tools: ``Reply.tool_calls(("c1", "list_dir", '{"path": "."}'))``."""
+        return cls(content=content, chunks=chunks, calls=calls, finish_reason="tool_calls")
 
     @classmethod
     def text(cls, content: str, *, chunks: int = 3, chunk_delay: float = 0.0) -> Reply:
@@ -277,6 +285,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._event({**_chunk_head(), "choices": [_choice({"content": piece})]})
         if self._interrupt(reply, len(pieces)):
             return
+        for index, (call_id, name, arguments) in enumerate(reply.calls):
+            function = {"name": name, "arguments": ""}
+            first = {"index": index, "id": call_id, "type": "function", "function": function}
+            self._event({**_chunk_head(), "choices": [_choice({"tool_calls": [first]})]})
+            for piece in reply.pieces(arguments):
+                delta = {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+                self._event({**_chunk_head(), "choices": [_choice(delta)]})
         self._event({**_chunk_head(), "choices": [_choice({}, reply.finish_reason)]})
         if reply.report_usage and (body.get("stream_options") or {}).get("include_usage"):
             self._event({**_chunk_head(), "choices": [], "usage": _usage(reply, body, text)})
@@ -340,7 +355,11 @@ def _usage(reply: Reply, body: dict[str, Any], text: str) -> dict[str, int]:
 
 def _completion(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
     text = reply.answer(body)
-    message = {"role": "assistant", "content": text}
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if reply.calls:
+        message["tool_calls"] = [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in reply.calls
+        ]
     return {
         "id": "chatcmpl-test",
         "object": "chat.completion",

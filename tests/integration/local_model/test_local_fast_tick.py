@@ -21,13 +21,13 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from bench.structured_load import GOALS, goal_body, intent_rate
 
 from tickloop.models.structured import decode_structured
 from tickloop.operator.domain import Intent, NewPlanStep, Outcome, ProgressRow
 from tickloop.operator.schemas import ActionIntentOut
 from tickloop.operator.service import InitSpec, init_profile
 from tickloop.operator.store import open_store
-from tickloop.testing.structured_load import GOALS, goal_body, intent_rate
 
 from .local_support import ServedModel, clean_env, local_model
 

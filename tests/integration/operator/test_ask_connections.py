@@ -8,7 +8,7 @@ from tickloop.models.openai_compat import OpenAICompatModel
 from tickloop.operator.context import ContextPacket
 from tickloop.operator.runner import TickContext
 from tickloop.operator.schemas import ActionIntentOut
-from tickloop.operator.store.memory import MemoryStore
+from tickloop.operator.store import open_store
 from tickloop.operator.ticks._ask import ask
 from tickloop.testing import FakeClock
 from tickloop.testing.openai_server import MODEL_ID, OpenAIServer, Reply
@@ -19,10 +19,10 @@ INTENT = '{"actionType": "note", "title": "Write the outline"}'
 def test_each_call_of_a_tick_closes_its_connection_even_when_the_endpoint_keeps_them() -> None:
     """Two calls of one tick (the fast tick and its critique) to an endpoint with keep-alive on (as
     every remote one is): after each call the server sees no open connection."""
-    with OpenAIServer(default=Reply(content=INTENT)) as server:
+    with OpenAIServer(default=Reply(content=INTENT)) as server, open_store("memory://") as store:
         model = OpenAICompatModel("remote-like", base_url=server.base_url, model=MODEL_ID, keep_alive=True)
         ctx = TickContext(
-            store=MemoryStore(), profile="p", kind="fast", settings=Settings(), clock=FakeClock(),
+            store=store, profile="p", kind="fast", settings=Settings(), clock=FakeClock(),
             env={}, log=lambda _line: None, owner="test", _model=model,
         )  # fmt: skip
         packet = ContextPacket(goal={"version": 1, "title": "g", "body": "g"}, tick="fast")

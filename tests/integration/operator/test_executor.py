@@ -6,7 +6,7 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,6 @@ from tickloop.operator.gate import GateSettings, Proposal, judge
 from tickloop.operator.handlers import HandlerContext, HandlerRequest, HandlerSpec, handler_for
 from tickloop.operator.runner import run_tick
 from tickloop.operator.store import Store, open_store
-from tickloop.operator.store.memory import MemoryStore
 from tickloop.testing import FakeClock
 
 NOW = datetime(2026, 7, 7, 17, 15, tzinfo=UTC)
@@ -122,10 +121,12 @@ def tick(
 
 
 @pytest.fixture
-def store() -> MemoryStore:
-    made = MemoryStore()
+def store() -> Iterator[Store]:
+    """A ``memory://`` store with the profile."""
+    made = open_store("memory://")
     made.create_profile(P, now=NOW - timedelta(days=30))
-    return made
+    yield made
+    made.close()
 
 
 @pytest.fixture
@@ -218,7 +219,7 @@ GRID: list[tuple[str, dict[str, Any], Verdict, IntentStatus, IntentStatus | None
     ids=[f"{row[0]}-{row[2]}{'-money' if row[1] and row[0] == 'note' else ''}" for row in GRID],
 )
 def test_every_cell_of_the_tier_verdict_grid(
-    store: MemoryStore,
+    store: Store,
     at_now: FakeClock,
     tmp_path: Path,
     action_type: str,
@@ -302,7 +303,7 @@ def test_the_approve_command_refuses_a_blocked_intent(tmp_path: Path) -> None:
     ],
 )
 def test_only_the_exact_string_0_arms_the_executor(
-    store: MemoryStore, at_now: FakeClock, tmp_path: Path, env: dict[str, str], flag: bool, dry: bool
+    store: Store, at_now: FakeClock, tmp_path: Path, env: dict[str, str], flag: bool, dry: bool
 ) -> None:
     """A note file is written only with TICKLOOP_DRY_RUN exactly "0" and no --dry-run; dry, it is not."""
     intent = stage(store, "note", verdict=Verdict.ALLOWED, title="armed or not")
@@ -316,7 +317,7 @@ def test_only_the_exact_string_0_arms_the_executor(
 
 
 def test_an_exception_in_the_side_effect_zone_ends_needs_human_and_is_never_retried(
-    store: MemoryStore, at_now: FakeClock, tmp_path: Path
+    store: Store, at_now: FakeClock, tmp_path: Path
 ) -> None:
     """A note whose directory cannot be created raises mid-effect: needs_human, and no later pass retries."""
     (tmp_path / "notes").write_text("a file where the notes directory should be")
@@ -331,7 +332,7 @@ def test_an_exception_in_the_side_effect_zone_ends_needs_human_and_is_never_retr
 
 
 def test_a_handler_refusal_ends_failed_with_the_reason(
-    store: MemoryStore, at_now: FakeClock, tmp_path: Path
+    store: Store, at_now: FakeClock, tmp_path: Path
 ) -> None:
     """A note whose body is not text is refused before anything happens: failed, reason recorded."""
     intent = stage(store, "note", verdict=Verdict.ALLOWED, payload={"body": 5})
@@ -341,7 +342,7 @@ def test_a_handler_refusal_ends_failed_with_the_reason(
     assert "payload.body" in ended.result["refused"]  # type: ignore[index]
 
 
-def test_the_reaper_leaves_a_fresh_claim_alone(store: MemoryStore, at_now: FakeClock, tmp_path: Path) -> None:
+def test_the_reaper_leaves_a_fresh_claim_alone(store: Store, at_now: FakeClock, tmp_path: Path) -> None:
     """A claim in `sending` younger than the threshold is a live tick: untouched; an old one is reaped."""
     fresh = stage(store, "note", verdict=Verdict.ALLOWED)
     store.claim_intents(P, owner="live", now=NOW - timedelta(minutes=5), limit=1)
@@ -356,7 +357,7 @@ def test_the_reaper_leaves_a_fresh_claim_alone(store: MemoryStore, at_now: FakeC
 
 
 def test_the_window_is_today_and_yesterday_and_day_picks_one(
-    store: MemoryStore, at_now: FakeClock, tmp_path: Path
+    store: Store, at_now: FakeClock, tmp_path: Path
 ) -> None:
     """By default intents of today and yesterday are considered; `--day` takes that day's only."""
     old = stage(store, "note", verdict=Verdict.ALLOWED, now=NOW - timedelta(days=3), title="old")
@@ -376,7 +377,7 @@ def test_the_window_is_today_and_yesterday_and_day_picks_one(
 
 
 def test_a_misconfigured_section_fails_the_tick_before_any_claim(
-    store: MemoryStore, at_now: FakeClock, tmp_path: Path
+    store: Store, at_now: FakeClock, tmp_path: Path
 ) -> None:
     """A bad [executor] table fails the tick with the key named, and no intent is claimed."""
     intent = stage(store, "note", verdict=Verdict.ALLOWED)
@@ -398,7 +399,7 @@ def test_a_misconfigured_section_fails_the_tick_before_any_claim(
 
 
 def test_an_ending_the_reaper_got_to_first_is_skipped(
-    store: MemoryStore, at_now: FakeClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: Store, at_now: FakeClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """If the reaper routes the claim to needs_human mid-effect, the executor skips it and keeps going."""
     from tickloop.operator.handlers import HandlerResult, HandlerStatus, registry  # noqa: PLC0415

@@ -14,14 +14,14 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from bench.executor_load import SINK_TYPE
+from bench.store_load import T0, child_env, seed_intents
 
 from tickloop.config import Settings
 from tickloop.operator.domain import IntentStatus
 from tickloop.operator.runner import run_tick
 from tickloop.operator.store import open_store
 from tickloop.testing import FakeClock
-from tickloop.testing.executor_load import SINK_TYPE
-from tickloop.testing.store_load import T0, seed_intents
 
 INTENTS = 5_000
 WORKERS = 4
@@ -38,9 +38,10 @@ def _start(url: str, sink: Path, epoch: float, owner: str, log: Path) -> subproc
             "linger_s": 0.002, "batch": 10}  # fmt: skip
     with log.open("ab") as err:
         return subprocess.Popen(
-            [sys.executable, "-m", "tickloop.testing.executor_load", json.dumps(args)],
+            [sys.executable, "-m", "bench.executor_load", json.dumps(args)],
             stdout=subprocess.DEVNULL,
             stderr=err,
+            env=child_env(),
         )
 
 

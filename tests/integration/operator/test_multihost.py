@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from bench.store_load import T0, seed_intents
 
 from tickloop.operator.domain import IntentStatus
 from tickloop.operator.store import open_store
-from tickloop.testing.store_load import T0, seed_intents
 
 INTENTS = 120
 PASSES = 8

@@ -7,10 +7,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from bench.store_load import T0, run_processes, seed_intents
 
 from tickloop.operator.domain import IntentStatus
 from tickloop.operator.store import Store, open_store
-from tickloop.testing.store_load import T0, run_processes, seed_intents
 
 pytestmark = pytest.mark.slow
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]

@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 
 import pytest
+from bench.store_load import T0
 
 from tickloop.errors import StoreError
 from tickloop.operator.store.sqlite import SQLiteStore
-from tickloop.testing.store_load import T0
 
 
 def test_writer_gives_up_with_a_clear_error_and_readers_carry_on(tmp_path: Path) -> None:

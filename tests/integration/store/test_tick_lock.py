@@ -7,9 +7,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from bench.store_load import T0, start_process
 
 from tickloop.operator.store import open_store
-from tickloop.testing.store_load import T0, start_process
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 

@@ -22,7 +22,13 @@ NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 
 def rejected(session: str = "s", n: int = 0) -> dict[str, object]:
-    return record(RecordType.COMMAND_REJECTED, recorded_at=NOW, session_id=session, rule=f"r{n}")
+    return record(
+        RecordType.COMMAND_REJECTED,
+        recorded_at=NOW,
+        session_id=session,
+        rule="command.extra_argument",
+        token=f"t{n}",
+    )
 
 
 @pytest.mark.parametrize(
@@ -97,10 +103,10 @@ def test_appends_stamp_gapless_seq_across_reopen(tmp_path: Path) -> None:
             ledger.append(rejected(n=i))
     with open_session_ledger(tmp_path, "s", chain=True) as ledger:
         assert ledger.append(rejected(n=3))["seq"] == 4
-    report, read = verify_file(ledger.path)
+    report, _ = verify_file(ledger.path)
     assert report.ok, report.violations
     assert report.chained
-    assert [r["seq"] for r in read.records()] == [1, 2, 3, 4]
+    assert [r["seq"] for r in read_ledger(ledger.path).records()] == [1, 2, 3, 4]
 
 
 def test_each_append_is_fsynced_before_it_returns(tmp_path: Path) -> None:
@@ -163,7 +169,8 @@ def test_kill_9_mid_stream_never_damages_earlier_lines(tmp_path: Path) -> None:
         "    i = 0\n"
         "    while True:\n"
         "        i += 1\n"
-        "        rec = record(RecordType.COMMAND_REJECTED, recorded_at=now, session_id='s', rule=f'r{i}')\n"
+        "        rec = record(RecordType.COMMAND_REJECTED, recorded_at=now, session_id='s',\n"
+        "                     rule='command.extra_argument', token=f't{i}')\n"
         "        f.append(rec)\n"
         "        if i == 50: print('ready', flush=True)\n"
     )

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,13 +16,56 @@ from hypothesis import strategies as st
 import tickloop.operator.store as store_package
 from tickloop.errors import StoreError
 from tickloop.operator.store import default_sqlite_path, open_store, redact_url
-from tickloop.operator.store.memory import MemoryStore
-from tickloop.operator.store.sqlite import SQLiteStore
+from tickloop.operator.store.sqlite import SQLiteMemoryStore, SQLiteStore
+
+NOW = datetime(2026, 7, 7, tzinfo=UTC)
 
 
-def test_memory_url_opens_memory_store() -> None:
-    """`memory://` gives an in-process store."""
-    assert isinstance(open_store("memory://"), MemoryStore)
+def test_memory_url_opens_a_migrated_sqlite_database_in_memory() -> None:
+    """`memory://` is the SQLite backend in memory: the same migrations as a file, and no file."""
+    with open_store("memory://") as store:
+        assert isinstance(store, SQLiteMemoryStore)
+        assert store.schema_version() == 3
+        assert store.url == "memory://"
+
+
+def test_each_memory_store_is_private_and_gone_when_closed() -> None:
+    """Two `memory://` stores share nothing, and closing one frees its data (a new one is empty)."""
+    first, second = open_store("memory://"), open_store("memory://")
+    first.create_profile("p", now=NOW)
+    assert [p.name for p in first.list_profiles()] == ["p"]
+    assert second.list_profiles() == []
+    first.close()
+    second.close()
+    with open_store("memory://") as third:
+        assert third.list_profiles() == []
+
+
+@pytest.mark.parametrize("backend", ["memory", "file"])
+def test_an_abandoned_write_left_mid_statement_keeps_the_data_and_the_store_writable(
+    backend: str, tmp_path: Path
+) -> None:
+    """A signal handler's `abandon_transaction`, called while a write's RETURNING rows are unread
+    (SQLite then refuses every COMMIT on that connection), keeps what was committed and lets the last
+    writes through, on `memory://` as on a file."""
+    url = "memory://" if backend == "memory" else f"sqlite://{tmp_path / 's.db'}"
+    with open_store(url) as store:
+        store.create_profile("p", now=NOW)
+
+        def interrupted() -> Iterator[None]:  # a frame the signal handler never returns to
+            with store._write() as tx:
+                tx._execute(
+                    "create_profile", {"name": "q", "display_name": "", "timezone": "UTC", "now": NOW}
+                )
+                yield
+
+        frame = interrupted()
+        next(frame)
+        store.abandon_transaction()
+        store.create_profile("r", now=NOW)
+        assert [p.name for p in store.list_profiles()] == ["p", "r"]
+        with pytest.raises(sqlite3.OperationalError, match="no transaction"):
+            frame.close()  # only here: the real process exits, and the frame's ROLLBACK never runs
 
 
 def test_sqlite_url_names_the_file(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from tickloop.errors import ValidationError
 from tickloop.operator.domain import GoalStatus
 from tickloop.operator.service import InitSpec, current_plan, init_profile, read_init_file, set_goal
-from tickloop.operator.store.memory import MemoryStore
+from tickloop.operator.store import Store
 
 NOW = datetime(2026, 7, 7, tzinfo=UTC)
 
@@ -42,14 +42,14 @@ def test_init_file_with_invalid_utf8_is_refused(tmp_path: Path) -> None:
         read_init_file(path)
 
 
-def test_init_makes_an_active_goal(operator_store: MemoryStore) -> None:
+def test_init_makes_an_active_goal(operator_store: Store) -> None:
     """`init` leaves exactly one active goal model, so the first tick has something to re-ground on."""
     profile, goal = init_profile(operator_store, "me", InitSpec("Ship"), now=NOW)
     assert (profile.name, goal.status, goal.version) == ("me", GoalStatus.ACTIVE, 1)
     assert current_plan(operator_store, "me") == (goal, [])
 
 
-def test_goal_set_is_a_draft_unless_activated(operator_store: MemoryStore) -> None:
+def test_goal_set_is_a_draft_unless_activated(operator_store: Store) -> None:
     """A new goal version never replaces the active one unless asked to."""
     init_profile(operator_store, "me", InitSpec("Ship"), now=NOW)
     draft = set_goal(operator_store, "me", title="Next", body="", now=NOW, activate=False)
@@ -64,7 +64,7 @@ def test_goal_set_is_a_draft_unless_activated(operator_store: MemoryStore) -> No
 
 
 @pytest.mark.parametrize("title", ["", "   "])
-def test_empty_goal_titles_are_refused(operator_store: MemoryStore, title: str) -> None:
+def test_empty_goal_titles_are_refused(operator_store: Store, title: str) -> None:
     """A goal model must say what the goal is."""
     with pytest.raises(ValidationError, match="goal title"):
         init_profile(operator_store, "me", InitSpec(title), now=NOW)

@@ -33,7 +33,7 @@ from tickloop.operator.domain import (
 from tickloop.operator.offline import answer
 from tickloop.operator.runner import TickContext, TickResult, run_tick
 from tickloop.operator.schemas import ActionIntentOut
-from tickloop.operator.store.memory import MemoryStore
+from tickloop.operator.store import Store, open_store
 from tickloop.operator.ticks import consolidate, fast
 from tickloop.testing import FakeClock
 
@@ -56,8 +56,8 @@ def scripted(fast_reply: dict[str, Any] | str, critique: Reply = answer) -> Offl
     return offline(reply)
 
 
-def make_store(clock: FakeClock, *, goal: bool = True) -> MemoryStore:
-    store = MemoryStore()
+def make_store(clock: FakeClock, *, goal: bool = True) -> Store:
+    store = open_store("memory://")
     store.create_profile(P, now=clock.now())
     if goal:
         made = store.add_goal_model(P, title="Ship the thesis", body="Chapter 3 by Friday", now=clock.now())
@@ -66,7 +66,7 @@ def make_store(clock: FakeClock, *, goal: bool = True) -> MemoryStore:
 
 
 def tick(
-    store: MemoryStore,
+    store: Store,
     clock: FakeClock,
     kind: str,
     model: OfflineModel,
@@ -82,11 +82,11 @@ def tick(
     return code
 
 
-def last_row(store: MemoryStore) -> Any:
+def last_row(store: Store) -> Any:
     return store.recent_progress(P, limit=1)[0]
 
 
-def goal_version(store: MemoryStore) -> int:
+def goal_version(store: Store) -> int:
     goal = store.active_goal_model(P)
     assert goal is not None
     return goal.version
@@ -240,7 +240,7 @@ def test_fast_fuzzed_hostile_outputs_never_stage_an_intent(reply: str) -> None:
 # -- fast: drift guard and gate --------------------------------------------------------------------
 
 
-def _failed(store: MemoryStore, clock: FakeClock, action_type: str, title: str, recipient: str = "") -> None:
+def _failed(store: Store, clock: FakeClock, action_type: str, title: str, recipient: str = "") -> None:
     made = store.stage_intent(P, NewIntent(action_type, title, recipient), now=clock.now())
     store.record_verdict(P, made.id, Verdict.BLOCKED, ["earlier"], now=clock.now())
 

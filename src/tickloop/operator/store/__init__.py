@@ -6,7 +6,7 @@ URL                         backend
 (empty)                     SQLite file ``operator.sqlite3`` in the user data dir (tickloop.dirs)
 ``sqlite:///abs/path.db``   SQLite file at ``/abs/path.db`` (``sqlite://rel.db``: relative)
 ``postgresql://...``        PostgreSQL via psycopg 3 with a pool (``postgres://`` too)
-``memory://``               in this process only; for tests and demos
+``memory://``               SQLite in memory, private to this store; for tests and demos
 ==========================  ===============================================================
 """
 
@@ -47,9 +47,9 @@ def open_store(url: str = "", *, migrate: bool = True) -> Store:
     if url == "":
         return _sqlite(default_sqlite_path(), None, migrate=migrate)
     if url == "memory://" or url.startswith("memory://"):
-        from tickloop.operator.store.memory import MemoryStore  # noqa: PLC0415
+        from tickloop.operator.store.sqlite import SQLiteMemoryStore  # noqa: PLC0415
 
-        return MemoryStore(safe)
+        return SQLiteMemoryStore(url=safe, migrate=migrate)
     if url.startswith("sqlite://"):
         path = url.removeprefix("sqlite://")
         if not path or "?" in path or "#" in path:

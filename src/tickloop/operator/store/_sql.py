@@ -3,6 +3,7 @@ transaction object (``Tx``) with three calls, and parameter checks before anythi
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -22,6 +23,7 @@ _INT64 = (-(2**63), 2**63 - 1)
 _SQL_DIR = Path(__file__).parent / "sql"
 
 
+@functools.cache  # read once per process: tests open thousands of stores; nobody mutates the dict
 def load_queries(dialect: str) -> dict[str, str]:
     """The shared ``queries.sql`` overlaid with ``sql/<dialect>/queries.sql``, by name."""
     queries = _split((_SQL_DIR / "queries.sql").read_text(encoding="utf-8"))

@@ -1,7 +1,7 @@
 """The Store interface: every operation the operator's ticks, executor and monitor perform.
 
-One interface, three backends (memory, SQLite, PostgreSQL) chosen by URL in ``open_store``. The
-contract suite in ``tests/contract`` runs the same tests against all three.
+One interface, one implementation per SQL dialect, chosen by URL in ``open_store``. The contract
+suite in ``tests/contract`` runs the same tests on SQLite in memory, on a file, and PostgreSQL.
 
 Rules every backend keeps:
 
@@ -57,8 +57,6 @@ if TYPE_CHECKING:  # the monitor's types: only loop_stats builds them, and ticks
 
 #: The ephemeral kinds ``prune`` deletes from, in the order it reports them.
 PRUNABLE = ("progress", "observations", "notifications", "states_of_play")
-#: The intent statuses that still await something; rows that reference them are never pruned.
-OPEN_INTENT_STATUSES = ("proposed", "allowed", "requires_approval", "ready", "approved", "claimed", "sending")
 #: The start of time for "since" windows that are not given.
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _WORD = re.compile(r"[^\W_]+")
@@ -96,7 +94,7 @@ class Store(ABC):
 
     def release_tick_lock(self, profile: str, tick_kind: str, *, owner: str) -> None:  # noqa: B027
         """For a signal handler about to exit without unwinding ``tick_lock``: free the lock now.
-        A no-op default: PostgreSQL's advisory lock and the memory lock die with their process."""
+        A no-op default: PostgreSQL's advisory lock dies with its process."""
 
     def abandon_transaction(self) -> None:  # noqa: B027  (a deliberate no-op default; SQLite overrides)
         """For a signal handler that is about to exit the process: roll back whatever transaction
@@ -492,8 +490,8 @@ class Store(ABC):
         lease: timedelta = timedelta(hours=1),
     ) -> AbstractContextManager[bool]:
         """``with store.tick_lock(...) as held:`` — held is False when another tick of this kind
-        for this profile is running; two never overlap. ``lease`` bounds a crashed holder (SQLite,
-        memory); PostgreSQL uses a session advisory lock, released when its process dies."""
+        for this profile is running; two never overlap. ``lease`` bounds a crashed holder
+        (SQLite); PostgreSQL uses a session advisory lock, released when its process dies."""
 
 
 def search_tokens(text: str) -> list[str]:

@@ -19,7 +19,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from tickloop.errors import ConflictError, NotFoundError, StoreError
 from tickloop.operator.store._sql import Tx, load_queries, migrations, to_pyformat
 from tickloop.operator.store.base import Ending
-from tickloop.operator.store.sqlstore import SqlStore, handed_over, handover_params
+from tickloop.operator.store.sqlops.intents import handed_over, handover_params
+from tickloop.operator.store.sqlstore import SqlStore
 
 #: Arbitrary constant: the advisory lock key that serialises concurrent migrators.
 _MIGRATION_LOCK = 0x7469636B

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tickloop.errors import ConflictError, NotFoundError, StoreError
 from tickloop.operator.store._rows import iso
@@ -270,3 +270,45 @@ def _translate(exc: Exception, params: Mapping[str, Any]) -> StoreError | None:
     if isinstance(exc, sqlite3.Error):
         return StoreError(f"SQLite store: {exc}")
     return None
+
+
+class SQLiteMemoryStore(SQLiteStore):
+    """``memory://``: the SQLite backend on an in-memory database private to this store (the same
+    migrations, queries and rules as a file), gone when the store is closed or the process ends.
+
+    A plain ``:memory:`` database, so no other connection can ever open it. Threads share the one
+    connection under the store's lock, as with a file. ``abandon_transaction``'s fresh connection
+    gets the committed data copied over (``serialize``/``deserialize``): nothing else can reach it.
+    """
+
+    #: A migrated, empty database, built once per process: a new store copies it (``deserialize``,
+    #: ~0.1 ms) instead of running every migration again (~3 ms; tests open thousands of stores).
+    _template: ClassVar[sqlite3.Connection | None] = None
+    _template_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, *, url: str = "memory://", migrate: bool = True) -> None:
+        super().__init__(Path(":memory:"), url=url, migrate=False)
+        if migrate:  # the copy is fully migrated: nothing is left to apply
+            self._conn.deserialize(self._migrated())
+
+    @classmethod
+    def _migrated(cls) -> bytes:
+        with cls._template_lock:
+            if cls._template is None:
+                built = cls(migrate=False)
+                built.migrate()
+                cls._template = built._conn
+            return cls._template.serialize()
+
+    def _connect(self, path: Path) -> sqlite3.Connection:  # noqa: ARG002  (always a new :memory:)
+        try:
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            old: sqlite3.Connection | None = getattr(self, "_conn", None)
+            if old is not None:  # abandon_transaction: the old connection is rolled back, keep its data
+                conn.deserialize(old.serialize())
+            conn.row_factory = sqlite3.Row
+            # Journal mode, fsync and busy waits mean nothing in memory; foreign keys do.
+            conn.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite store {self.url}: {exc}") from None
+        return conn

@@ -1,5 +1,8 @@
 """Load helpers for the store's concurrency tests and benchmarks: fast bulk seeding, and worker
-processes started as ``python -m tickloop.testing.store_load KIND JSON`` that print a JSON result.
+processes started as ``python -m bench.store_load KIND JSON`` that print a JSON result.
+
+Test tooling, not part of the package: the tests import it with the repository root on the path
+(pytest's ``pythonpath``), and workers get that root on their ``PYTHONPATH`` (``child_env``).
 
 Workers wait for a shared wall-clock start time so they really run at once (this module is test
 tooling; the store itself never reads the clock).
@@ -8,6 +11,7 @@ tooling; the store itself never reads the clock).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -22,6 +26,8 @@ from tickloop.operator.domain import IntentStatus
 from tickloop.operator.store import Ending, Store, open_store
 
 T0 = datetime(2026, 7, 7, tzinfo=UTC)
+#: The repository root: ``python -m bench.*`` in a worker needs it on the path.
+ROOT = Path(__file__).resolve().parents[1]
 _INTENT_COLUMNS = (
     "profile, action_type, title, recipient, payload, tier, status, verdict, verdict_reasons, "
     "claim_owner, claimed_at, dry_run, handoff, origin_tick, origin_tainted, created_at, updated_at"
@@ -29,15 +35,28 @@ _INTENT_COLUMNS = (
 _PROGRESS_COLUMNS = "profile, tick_kind, outcome, state_hash, error, detail, started_at, ended_at"
 
 
-def _rows_to_db(url: str, table: str, columns: str, rows: Iterable[tuple[Any, ...]]) -> None:
-    """Insert many rows with one executemany (SQLite) or COPY (PostgreSQL)."""
+def _rows_to_db(
+    url: str, table: str, columns: str, rows: Iterable[tuple[Any, ...]], store: Store | None = None
+) -> None:
+    """Insert many rows with one executemany (SQLite) or COPY (PostgreSQL). A ``memory://`` database
+    is private to its store, so its rows go through that store's connection (``store``)."""
+    if url.startswith("memory://"):
+        if store is None:
+            raise ValueError("seeding a memory:// store needs the store itself (store=...)")
+        marks = ", ".join("?" * (columns.count(",") + 1))
+        with store._lock:  # type: ignore[attr-defined]
+            conn = store._conn  # type: ignore[attr-defined]
+            conn.execute("BEGIN")
+            conn.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
+            conn.execute("COMMIT")
+        return
     if url.startswith("sqlite://"):
         import sqlite3  # noqa: PLC0415
 
         width = columns.count(",") + 1
         with sqlite3.connect(url.removeprefix("sqlite://")) as conn:
             marks = ", ".join("?" * width)
-            conn.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)  # noqa: S608  (fixed names)
+            conn.executemany(f"INSERT INTO {table} ({columns}) VALUES ({marks})", rows)
             conn.commit()
             # Fold the bulk load into the database file now, so the first operations measured
             # after seeding do not pay for checkpointing it.
@@ -53,7 +72,11 @@ def _rows_to_db(url: str, table: str, columns: str, rows: Iterable[tuple[Any, ..
 
 
 def _time(url: str, moment: datetime) -> Any:
-    return utc_iso(moment) if url.startswith("sqlite://") else moment
+    return utc_iso(moment) if _is_sqlite(url) else moment
+
+
+def _is_sqlite(url: str) -> bool:
+    return url.startswith(("sqlite://", "memory://"))
 
 
 def seed_intents(
@@ -64,11 +87,12 @@ def seed_intents(
     status: IntentStatus = IntentStatus.READY,
     owner: str | None = None,
     action_type: str = "note",
+    store: Store | None = None,
 ) -> None:
     """``n`` intents at ``status``; with ``owner``, claimed by it at T0 + i seconds."""
 
     def rows() -> Iterable[tuple[Any, ...]]:
-        flag = not url.startswith("sqlite://")
+        flag = not _is_sqlite(url)
         for i in range(n):
             claimed = None if owner is None else _time(url, T0 + timedelta(seconds=i))
             yield (
@@ -77,11 +101,16 @@ def seed_intents(
                 _time(url, T0), _time(url, T0),
             )  # fmt: skip
 
-    _rows_to_db(url, "intents", _INTENT_COLUMNS, rows())
+    _rows_to_db(url, "intents", _INTENT_COLUMNS, rows(), store)
 
 
 def seed_progress(
-    url: str, profile: str, n: int, *, kinds: Sequence[str] = ("fast", "observe", "slow")
+    url: str,
+    profile: str,
+    n: int,
+    *,
+    kinds: Sequence[str] = ("fast", "observe", "slow"),
+    store: Store | None = None,
 ) -> None:
     """``n`` progress rows spread over the kinds, one second apart from T0."""
 
@@ -90,7 +119,7 @@ def seed_progress(
             at = _time(url, T0 + timedelta(seconds=i))
             yield (profile, kinds[i % len(kinds)], "noop", f"sha256:{i:x}", "", "", at, at)
 
-    _rows_to_db(url, "progress", _PROGRESS_COLUMNS, rows())
+    _rows_to_db(url, "progress", _PROGRESS_COLUMNS, rows(), store)
 
 
 def seed_fleet(url: str, profiles: int, rows_each: int, *, at: datetime = T0) -> list[str]:
@@ -214,8 +243,8 @@ def lock_worker(args: dict[str, Any]) -> Any:
 
 
 def executor_worker(args: dict[str, Any]) -> Any:
-    """A real, armed executor process (``tickloop.testing.executor_load``), started like the others."""
-    from tickloop.testing.executor_load import executor_worker as run  # noqa: PLC0415  (imports this)
+    """A real, armed executor process (``bench.executor_load``), started like the others."""
+    from bench.executor_load import executor_worker as run  # noqa: PLC0415  (imports this)
 
     return run(args)
 
@@ -248,16 +277,22 @@ def start_process(kind: str, args: dict[str, Any]) -> subprocess.Popen[str]:
     return _start(kind, {**args, "start_at": 0})
 
 
+def child_env() -> dict[str, str]:
+    """This process's environment with the repository root first on ``PYTHONPATH``."""
+    paths = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+
+
 def _start(kind: str, args: dict[str, Any]) -> subprocess.Popen[str]:
-    argv = [sys.executable, "-m", "tickloop.testing.store_load", kind, json.dumps(args)]
+    argv = [sys.executable, "-m", "bench.store_load", kind, json.dumps(args)]
     # Our own module with an argument list and no shell.
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # noqa: S603
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env())
 
 
 def main(argv: Sequence[str]) -> int:
-    """``python -m tickloop.testing.store_load KIND JSON``: run one worker, print its JSON result."""
+    """``python -m bench.store_load KIND JSON``: run one worker, print its JSON result."""
     kind, raw = argv
-    print(json.dumps(WORKERS[kind](json.loads(raw))))  # noqa: T201  (the result travels on stdout)
+    print(json.dumps(WORKERS[kind](json.loads(raw))))
     return 0
 
 

@@ -1,6 +1,6 @@
 """Executor worker processes for the chaos test and the benchmark.
 
-``python -m tickloop.testing.executor_load JSON`` registers a test-only reversible handler ``sink``
+``python -m bench.executor_load JSON`` registers a test-only reversible handler ``sink``
 (one ``write`` of the intent id to a file opened with ``O_APPEND`` per side effect; without a sink
 file it does nothing: the benchmark's no-op handler), then runs real executor passes, armed
 (``TICKLOOP_DRY_RUN=0``), until a pass finds nothing to claim, logging to the ``log`` file if one
@@ -23,6 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TextIO
 
+from bench.store_load import T0
 from tickloop.clock import Clock, utc_iso
 from tickloop.config import Settings
 from tickloop.operator.domain import Tier
@@ -31,7 +32,6 @@ from tickloop.operator.handlers.registry import HandlerSpec
 from tickloop.operator.runner import TickContext
 from tickloop.operator.store import Store, open_store
 from tickloop.operator.ticks import executor
-from tickloop.testing.store_load import T0
 
 SINK_TYPE = "sink"
 _sink: dict[str, Any] = {"path": None, "linger_s": 0.0}
@@ -135,8 +135,8 @@ def executor_worker(args: dict[str, Any]) -> Any:
 
 
 def main(argv: Sequence[str]) -> int:
-    """``python -m tickloop.testing.executor_load JSON``: run one worker, print its JSON result."""
-    print(json.dumps(executor_worker(json.loads(argv[0]))))  # noqa: T201  (the result travels on stdout)
+    """``python -m bench.executor_load JSON``: run one worker, print its JSON result."""
+    print(json.dumps(executor_worker(json.loads(argv[0]))))
     return 0
 
 
