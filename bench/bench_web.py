@@ -24,10 +24,9 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from bench.store_load import seed_intents, seed_progress
-
 from bench._util import percentile
 from bench.bench_store import _analyze, _database
+from bench.store_load import seed_intents, seed_progress
 from tickloop.config import Settings
 from tickloop.operator.conditions import Condition
 from tickloop.operator.domain import IntentStatus, NewProgress, Outcome, TickKind

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 
 def run(code: str) -> str:
@@ -44,3 +46,27 @@ def test_an_already_loaded_typing_extensions_is_left_alone() -> None:
         "print('SAME', sys.modules['typing_extensions'] is before)\n"
     )
     assert "SAME True" in out
+
+
+MCP_FAMILY = "('mcp', 'mcp_types', 'starlette', 'uvicorn', 'sse_starlette', 'httpx2')"
+
+
+def test_the_tick_path_never_imports_the_mcp_sdk(tmp_path: Path) -> None:
+    """A one-shot operator tick, and `tickloop mcp --help`, run without importing the MCP SDK or a server."""
+    env = {**os.environ, "TICKLOOP_STORE": f"sqlite://{tmp_path}/s.db"}
+    subprocess.run(
+        [sys.executable, "-m", "tickloop", "operator", "init", "--profile", "me", "--goal", "g"],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    for args in (["operator", "tick", "fast", "--profile", "me"], ["mcp", "--help"]):
+        code = (
+            "import sys\nfrom tickloop.cli import main\n"
+            f"try:\n    main({args!r})\nexcept SystemExit:\n    pass\n"
+            f"print('LOADED', [m for m in {MCP_FAMILY} if m in sys.modules])\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        assert "LOADED []" in done.stdout, (args, done.stdout, done.stderr)

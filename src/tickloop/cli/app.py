@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "doctor": "tickloop.cli.doctor:doctor",
     "web": "tickloop.cli.web:web",
     "experiment": "tickloop.cli.experiment:experiment",
+    "mcp": "tickloop.cli.mcp:mcp",
 }
 
 

@@ -12,16 +12,14 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-import msgspec
 
 from tickloop.cli.app import LazyGroup
 from tickloop.errors import ValidationError
-from tickloop.operator.domain import DecisionKind, IntentStatus, TaskStatus
+from tickloop.operator.domain import DecisionKind, IntentStatus
 from tickloop.operator.store import Store
 from tickloop.operator.store._rows import iso as utc_iso
 
@@ -62,17 +60,9 @@ def _profile_store(profile: str) -> Store:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, msgspec.Struct):
-        return {name: _plain(getattr(value, name)) for name in value.__struct_fields__}
-    if isinstance(value, datetime):
-        return utc_iso(value)
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    return value
+    from tickloop.operator.service import plain  # noqa: PLC0415
+
+    return plain(value)
 
 
 def _emit_json(value: Any) -> None:
@@ -316,19 +306,21 @@ def task() -> None:
 @json_option
 def task_add(*, profile: str, title: str, priority: int, notes: str, as_json: bool) -> None:
     """Add a task to the board."""
-    if not title.strip():
-        raise ValidationError("task title must not be empty")
+    from tickloop.operator.service import add_task  # noqa: PLC0415
+
     with _profile_store(profile) as store:
-        made = store.add_task(profile, title, priority=priority, notes=notes, now=_now())
+        made = add_task(store, profile, title, priority=priority, notes=notes, now=_now())
     if as_json:
         _emit_json(made)
     else:
         click.echo(f"task {made.id} added")
 
 
-def _set_task(profile: str, task_id: int, status: TaskStatus) -> None:
+def _set_task(profile: str, task_id: int, action: str) -> None:
+    from tickloop.operator.service import change_task  # noqa: PLC0415
+
     with _profile_store(profile) as store:
-        made = store.set_task_status(profile, task_id, status, now=_now())
+        made = change_task(store, profile, task_id, action, now=_now())
     click.echo(f"task {made.id} is {made.status}")
 
 
@@ -337,7 +329,7 @@ def _set_task(profile: str, task_id: int, status: TaskStatus) -> None:
 @click.argument("task_id", type=ROW_ID)
 def task_block(profile: str, task_id: int) -> None:
     """Mark a task blocked (its plan steps become blocked, never done)."""
-    _set_task(profile, task_id, TaskStatus.BLOCKED)
+    _set_task(profile, task_id, "block")
 
 
 @task.command("done")
@@ -345,7 +337,15 @@ def task_block(profile: str, task_id: int) -> None:
 @click.argument("task_id", type=ROW_ID)
 def task_done(profile: str, task_id: int) -> None:
     """Mark a task done."""
-    _set_task(profile, task_id, TaskStatus.DONE)
+    _set_task(profile, task_id, "done")
+
+
+@task.command("unblock")
+@profile_option
+@click.argument("task_id", type=ROW_ID)
+def task_unblock(profile: str, task_id: int) -> None:
+    """Put a blocked task back to todo (refused unless it is blocked)."""
+    _set_task(profile, task_id, "unblock")
 
 
 @operator.command()
@@ -405,23 +405,18 @@ def intents_add(
     *, profile: str, action_type: str, title: str, recipient: str, payload: str, as_json: bool
 ) -> None:
     """Stage an action by hand. The gate stamps it at once: ready, waiting for your approval, or blocked."""
-    from tickloop.config import load_settings, section  # noqa: PLC0415
-    from tickloop.operator import gate, staging  # noqa: PLC0415
+    from tickloop.operator import staging  # noqa: PLC0415
+    from tickloop.operator.service import parse_payload, stage_draft  # noqa: PLC0415
 
-    try:
-        data = json.loads(payload)
-    except ValueError as exc:
-        raise ValidationError(f"--payload is not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise ValidationError("--payload must be a JSON object")
-    if not action_type.strip() or not title.strip():
-        raise ValidationError("--type and --title must not be empty")
-    settings = section(load_settings(), "gate", gate.GateSettings)
     draft = staging.Draft(
-        action_type=action_type, title=title, recipient=recipient, payload=data, origin=staging.ORIGIN_CLI
+        action_type=action_type,
+        title=title,
+        recipient=recipient,
+        payload=parse_payload(payload, where="--payload"),
+        origin=staging.ORIGIN_CLI,
     )
     with _profile_store(profile) as store:
-        made, stamp = staging.stage(store, profile, draft, settings, now=_now())
+        made, stamp = stage_draft(store, profile, draft, now=_now())
     if as_json:
         _emit_json(made)
     else:

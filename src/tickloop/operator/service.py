@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from tickloop.errors import ValidationError
-from tickloop.operator.domain import GoalModel, PlanStep, Profile
+from tickloop.errors import ConflictError, ValidationError
+from tickloop.operator.domain import GoalModel, PlanStep, Profile, Task, TaskStatus
 from tickloop.operator.store import Store, open_store
+
+if TYPE_CHECKING:  # staging pulls in the handlers; only the faces that stage import it
+    from tickloop.config import Settings
+    from tickloop.operator.gate import GateSettings
+    from tickloop.operator.staging import Draft, Staged
 
 
 def open_configured_store(*, migrate: bool = True) -> Store:
@@ -98,3 +105,81 @@ def current_plan(store: Store, profile: str) -> tuple[GoalModel | None, list[Pla
     """The active goal model and its plan (empty without an active goal)."""
     goal = store.active_goal_model(profile)
     return goal, [] if goal is None else store.list_plan(profile, goal.version)
+
+
+# -- what every face does the same way (the CLI, the MCP face) ------------------------------------------
+
+#: A task action any face offers -> (the status it sets, the status the task must be in; None: any).
+TASK_ACTIONS: dict[str, tuple[TaskStatus, TaskStatus | None]] = {
+    "block": (TaskStatus.BLOCKED, None),
+    "unblock": (TaskStatus.TODO, TaskStatus.BLOCKED),
+    "done": (TaskStatus.DONE, None),
+}
+
+
+def add_task(
+    store: Store, profile: str, title: str, *, now: datetime, priority: int = 0, notes: str = ""
+) -> Task:
+    """Add a task to the board (``todo``); an empty title is refused."""
+    if not title.strip():
+        raise ValidationError("task title must not be empty")
+    return store.add_task(profile, title, priority=priority, notes=notes, now=now)
+
+
+def change_task(store: Store, profile: str, task_id: int, action: str, *, now: datetime) -> Task:
+    """Apply one of ``TASK_ACTIONS`` (block, unblock, done) to a task, compare-and-set."""
+    if action not in TASK_ACTIONS:
+        raise ValidationError(f"task action {action!r} is not one of {sorted(TASK_ACTIONS)}")
+    status, expected = TASK_ACTIONS[action]
+    if expected is not None:
+        current = store.get_task(profile, task_id).status
+        if current is not expected:
+            raise ConflictError(f"task {task_id} is {current}: only a {expected} task can be {action}ed")
+    return store.set_task_status(profile, task_id, status, now=now, expected=expected)
+
+
+def gate_settings(settings: Settings | None = None) -> GateSettings:
+    """The gate's rules from ``[gate]`` (read from the config now unless ``settings`` is given)."""
+    from tickloop.config import load_settings, section  # noqa: PLC0415
+    from tickloop.operator.gate import GateSettings  # noqa: PLC0415
+
+    return section(load_settings() if settings is None else settings, "gate", GateSettings)
+
+
+def parse_payload(text: str, *, where: str = "payload") -> dict[str, Any]:
+    """A JSON object from text (an intent's payload), or a ``ValidationError`` naming ``where``."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValidationError(f"{where} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValidationError(f"{where} must be a JSON object")
+    return data
+
+
+def stage_draft(
+    store: Store, profile: str, draft: Draft, *, now: datetime, settings: GateSettings | None = None
+) -> Staged:
+    """Stage ``draft`` through the one staging path, judged by the configured gate."""
+    from tickloop.operator import staging  # noqa: PLC0415
+
+    if not draft.action_type.strip() or not draft.title.strip():
+        raise ValidationError("an intent's type and title must not be empty")
+    return staging.stage(store, profile, draft, gate_settings() if settings is None else settings, now=now)
+
+
+def plain(value: Any) -> Any:
+    """Records, enums and datetimes as JSON-ready values (datetimes as UTC ISO text)."""
+    from tickloop.operator.store._rows import iso  # noqa: PLC0415
+
+    if isinstance(value, msgspec.Struct):
+        return {name: plain(getattr(value, name)) for name in value.__struct_fields__}
+    if isinstance(value, datetime):
+        return iso(value)
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    return value

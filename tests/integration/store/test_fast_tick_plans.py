@@ -10,11 +10,11 @@ from typing import Any
 
 import psycopg
 import pytest
+from bench.store_load import T0, seed_progress
 from psycopg import sql
 
 from tickloop.operator.store import open_store
 from tickloop.operator.store._sql import load_queries, to_pyformat
-from bench.store_load import T0, seed_progress
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 PROFILES = 50

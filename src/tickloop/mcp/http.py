@@ -1,0 +1,204 @@
+"""Streamable HTTP for the MCP face, behind a guard: loopback by default, a bearer token, an Origin
+allowlist, a request size cap and a per-client rate limit.
+
+The guard is a plain ASGI wrapper around the SDK's app, checked in this order, each answering with
+an empty body: too many requests from this client -> 429; a foreign ``Origin`` -> 403 (DNS-rebinding
+defence, as the MCP specification asks of local servers); a missing or wrong token -> 401. Bodies
+over the cap get the SDK's 413. A request without ``Origin`` (a non-browser client) passes that check.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tickloop.errors import ValidationError
+from tickloop.mcp import token as tokens
+from tickloop.system import is_loopback_host
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+PATH = "/mcp"
+DEFAULT_PORT = 8765
+DEFAULT_MAX_BODY = 2 * 1024 * 1024
+DEFAULT_RATE_PER_MINUTE = 600
+INSECURE_WARNING = (
+    "tickloop mcp: WARNING: serving the MCP face over plain HTTP on a non-loopback address: the "
+    "bearer token and every answer cross the network unencrypted. Use --certfile/--keyfile."
+)
+
+
+@dataclass(frozen=True)
+class Options:
+    """How the HTTP transport listens and whom it lets in."""
+
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    allow_remote: bool = False
+    certfile: Path | None = None
+    keyfile: Path | None = None
+    insecure_http: bool = False
+    origins: tuple[str, ...] = ()
+    max_body: int = DEFAULT_MAX_BODY
+    rate_per_minute: int = DEFAULT_RATE_PER_MINUTE
+
+    @property
+    def tls(self) -> bool:
+        return self.certfile is not None
+
+
+def check_bind(options: Options) -> list[str]:
+    """Refuse an unsafe listening setup (``ValidationError`` naming the flag); return warnings to print.
+
+    Loopback needs nothing. Any other host needs ``--allow-remote`` and either TLS (both
+    ``--certfile`` and ``--keyfile``) or an explicit ``--insecure-http``, which warns."""
+    if (options.certfile is None) != (options.keyfile is None):
+        raise ValidationError("TLS needs both --certfile and --keyfile")
+    if is_loopback_host(options.host):
+        return []
+    if not options.allow_remote:
+        raise ValidationError(
+            f"--host {options.host} is not a loopback address: other machines could reach the operator's "
+            "MCP face. Add --allow-remote (with --certfile/--keyfile for TLS) if that is what you want"
+        )
+    if options.tls:
+        return []
+    if not options.insecure_http:
+        raise ValidationError(
+            f"--host {options.host} with --allow-remote needs TLS (--certfile and --keyfile), "
+            "or --insecure-http to accept plain HTTP on the network"
+        )
+    return [INSECURE_WARNING]
+
+
+def allowed_origins(options: Options, port: int) -> frozenset[str]:
+    """The Origin values let in: this server's own loopback origins plus ``--allow-origin``."""
+    scheme = "https" if options.tls else "http"
+    own = {f"{scheme}://127.0.0.1:{port}", f"{scheme}://localhost:{port}", f"{scheme}://[::1]:{port}"}
+    if not is_loopback_host(options.host):
+        own.add(f"{scheme}://{options.host}:{port}")
+    return frozenset(own | {o.rstrip("/") for o in options.origins})
+
+
+@dataclass
+class RateLimit:
+    """A token bucket per client address: ``per_minute`` requests, bursts up to a tenth of a minute."""
+
+    per_minute: int
+    clock: Callable[[], float] = time.monotonic
+    max_clients: int = 10_000
+    _buckets: OrderedDict[str, tuple[float, float]] = field(default_factory=OrderedDict)
+
+    @property
+    def burst(self) -> float:
+        return max(1.0, self.per_minute / 10)
+
+    def allow(self, client: str) -> bool:
+        """Spend one request for ``client``; False when its bucket is empty."""
+        now = self.clock()
+        level, then = self._buckets.pop(client, (self.burst, now))
+        level = min(self.burst, level + (now - then) * self.per_minute / 60)
+        allowed = level >= 1
+        self._buckets[client] = (level - 1 if allowed else level, now)
+        while len(self._buckets) > self.max_clients:
+            self._buckets.popitem(last=False)
+        return allowed
+
+
+class Guard:
+    """The ASGI wrapper that checks every HTTP request before the SDK sees it."""
+
+    def __init__(self, app: App, *, token_hash: str, origins: frozenset[str], rate: RateLimit) -> None:
+        self.app = app
+        self.token_hash = token_hash
+        self.origins = origins
+        self.rate = rate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {bytes(k).lower(): bytes(v) for k, v in scope.get("headers", [])}
+        client = scope.get("client")
+        if not self.rate.allow(str(client[0]) if client else "?"):
+            await _reply(send, 429, [(b"retry-after", b"1")])
+            return
+        origin = headers.get(b"origin")
+        if origin is not None and origin.decode("latin-1").rstrip("/") not in self.origins:
+            await _reply(send, 403)
+            return
+        if not self._authorised(headers.get(b"authorization", b"")):
+            await _reply(send, 401, [(b"www-authenticate", b"Bearer")])
+            return
+        await self.app(scope, receive, send)
+
+    def _authorised(self, header: bytes) -> bool:
+        scheme, _, presented = header.decode("latin-1").partition(" ")
+        # compare even a malformed header, so the time taken says nothing about what was wrong
+        ok = tokens.check(presented.strip(), self.token_hash)
+        return ok and scheme.lower() == "bearer"
+
+
+async def _reply(send: Send, status: int, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-length", b"0"), *(headers or [])],
+        }
+    )
+    await send({"type": "http.response.body", "body": b""})
+
+
+def bind(options: Options) -> socket.socket:
+    """A listening socket on ``options.host``/``port`` (port 0: any free port)."""
+    family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((options.host, options.port))
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+async def serve(server: Any, options: Options, *, token_hash: str, announce: Callable[[str], None]) -> None:
+    """Serve ``server`` (an ``MCPServer``) over streamable HTTP until interrupted."""
+    import uvicorn  # noqa: PLC0415  (comes with the `mcp` extra; only this path needs it)
+    from mcp.server.transport_security import TransportSecuritySettings  # noqa: PLC0415
+
+    sock = bind(options)
+    port = sock.getsockname()[1]
+    origins = allowed_origins(options, port)
+    hosts = [f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}", f"{options.host}:{port}"]
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=is_loopback_host(options.host),
+        allowed_hosts=hosts,
+        allowed_origins=sorted(origins),
+    )
+    app = server.streamable_http_app(
+        streamable_http_path=PATH,
+        max_request_body_size=options.max_body,
+        transport_security=security,
+        host=options.host,
+    )
+    guarded = Guard(app, token_hash=token_hash, origins=origins, rate=RateLimit(options.rate_per_minute))
+    config = uvicorn.Config(
+        guarded,
+        log_level="warning",
+        ssl_certfile=None if options.certfile is None else str(options.certfile),
+        ssl_keyfile=None if options.keyfile is None else str(options.keyfile),
+        server_header=False,
+    )
+    scheme = "https" if options.tls else "http"
+    shown = f"[{options.host}]" if ":" in options.host else options.host
+    announce(f"tickloop mcp: serving on {scheme}://{shown}:{port}{PATH}")
+    await uvicorn.Server(config).serve(sockets=[sock])

@@ -1,0 +1,61 @@
+"""``tickloop mcp serve``: open the store, check the profile, build the server, run one transport."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from tickloop.errors import ConfigError
+from tickloop.mcp import http
+from tickloop.mcp import token as tokens
+from tickloop.mcp.face import Face
+
+Transport = Literal["stdio", "http"]
+
+
+def load_server(face: Face) -> Any:
+    """The SDK server for ``face``; a ``ConfigError`` saying how to install the extra if it is missing."""
+    try:
+        from tickloop.mcp.server import build  # noqa: PLC0415  (the SDK: only this command pays for it)
+    except ImportError as exc:
+        if exc.name is not None and exc.name.split(".")[0] in {"mcp", "pydantic", "uvicorn", "starlette"}:
+            raise ConfigError("the MCP face needs the `mcp` extra: pip install 'tickloop[mcp]'") from None
+        raise
+    return build(face)
+
+
+def http_token(announce: Callable[[str], None]) -> str:
+    """The stored token hash; on first use, issue a token and show it once through ``announce``."""
+    path = tokens.token_path()
+    found = tokens.stored(path)
+    if found is not None:
+        return found
+    made = tokens.issue(path)
+    announce(f"tickloop mcp: bearer token issued (shown once, kept as a hash in {path}):\n{made}")
+    return tokens.digest(made)
+
+
+def serve(
+    profile: str, transport: Transport, options: http.Options, *, announce: Callable[[str], None]
+) -> None:
+    """Serve ``profile``'s MCP face until the client goes away (stdio) or the process is stopped."""
+    from tickloop.operator.service import open_configured_store  # noqa: PLC0415
+
+    if transport == "http":
+        for warning in http.check_bind(options):
+            announce(warning)
+    store = open_configured_store()
+    try:
+        store.get_profile(profile)
+        server = load_server(Face(store, profile))
+        import anyio  # noqa: PLC0415  (comes with the SDK)
+
+        if transport == "stdio":
+            from tickloop.mcp import stdio  # noqa: PLC0415
+
+            anyio.run(stdio.serve, server)
+            return
+        token_hash = http_token(announce)
+        anyio.run(lambda: http.serve(server, options, token_hash=token_hash, announce=announce))
+    finally:
+        store.close()

@@ -1,0 +1,123 @@
+"""The MCP server: :class:`tickloop.mcp.face.Face` registered on the official SDK's ``MCPServer``.
+
+Imported only by ``tickloop mcp serve`` (the SDK costs tens of times a bare interpreter to import).
+Every tool is a thin call of the face; a library error (bad input, an unknown or another profile's
+id, a refused transition) becomes a tool error carrying its message, and nothing is written.
+"""
+
+# No ``from __future__ import annotations``: the SDK reads each tool's signature with eval_str, and
+# the tools are closures whose annotations must be real objects.
+
+import json
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.types import ToolAnnotations
+from pydantic import Field, StrictInt, StrictStr
+
+from tickloop.errors import TickloopError
+from tickloop.mcp.face import RESOURCES, TOOLS, Face, View
+
+T = TypeVar("T")
+
+SERVER_NAME = "tickloop-operator"
+INSTRUCTIONS = (
+    "The tickloop operator's face for agents: read its goal, board, plan, progress, intents and "
+    "monitor; add tasks, notes and draft goals; stage intents for the gate. Nothing here executes an "
+    "intent, approves or denies one, or activates a goal: those belong to the person."
+)
+_READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False)
+_WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+Id = Annotated[StrictInt, Field(ge=1, le=2**63 - 1)]
+Limit = Annotated[StrictInt, Field(ge=1, le=200)]
+
+
+def _tool(call: Callable[[], T]) -> T:
+    try:
+        return call()
+    except TickloopError as exc:
+        raise ToolError(str(exc)) from None
+
+
+def _resource(read: Callable[[], View], *, as_text: bool) -> Callable[[], str]:
+    def handler() -> str:
+        try:
+            view = read()
+        except TickloopError as exc:
+            raise ResourceError(str(exc)) from None
+        if as_text:
+            return view.text
+        return json.dumps(view.data, ensure_ascii=False, sort_keys=True, indent=1)
+
+    return handler
+
+
+def build(face: Face) -> MCPServer[Any]:
+    """An ``MCPServer`` exposing exactly ``RESOURCES`` and ``TOOLS`` of ``face``."""
+    server: MCPServer[Any] = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    for name, description in RESOURCES.items():
+        read = _reader(face, name)
+        server.resource(
+            f"tickloop://{name}", name=name, description=description, mime_type="application/json"
+        )(_resource(read, as_text=False))
+        server.resource(
+            f"tickloop://{name}.txt", name=f"{name}.txt", description=description, mime_type="text/plain"
+        )(_resource(read, as_text=True))
+    _register_tools(server, face)
+    return server
+
+
+def _reader(face: Face, name: str) -> Callable[[], View]:
+    return lambda: face.read(name)
+
+
+def _register_tools(server: MCPServer[Any], face: Face) -> None:
+    def add_task(title: StrictStr, priority: StrictInt = 0, notes: StrictStr = "") -> dict[str, Any]:
+        return _tool(lambda: face.add_task(title, priority, notes))
+
+    def set_task_status(task_id: Id, action: StrictStr) -> dict[str, Any]:
+        """action: block, unblock or done."""
+        return _tool(lambda: face.set_task_status(task_id, action))
+
+    def stage_intent(
+        type: StrictStr,  # noqa: A002  (the wire name agents see)
+        title: StrictStr,
+        recipient: StrictStr = "",
+        payload: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        return _tool(lambda: face.stage_intent(type, title, recipient, payload))
+
+    def explain_intent(intent_id: Id) -> dict[str, Any]:
+        return _tool(lambda: face.explain_intent(intent_id))
+
+    def search_memory(query: StrictStr, limit: Limit = 20) -> dict[str, Any]:
+        return _tool(lambda: face.search_memory(query, limit))
+
+    def add_memory_note(text: StrictStr) -> dict[str, Any]:
+        return _tool(lambda: face.add_memory_note(text))
+
+    def progress(limit: Limit = 20) -> dict[str, Any]:
+        return _tool(lambda: face.progress(limit))
+
+    def draft_goal(title: StrictStr, body: StrictStr = "") -> dict[str, Any]:
+        return _tool(lambda: face.draft_goal(title, body))
+
+    tools: dict[str, Callable[..., dict[str, Any]]] = {
+        "add_task": add_task,
+        "set_task_status": set_task_status,
+        "stage_intent": stage_intent,
+        "explain_intent": explain_intent,
+        "search_memory": search_memory,
+        "add_memory_note": add_memory_note,
+        "progress": progress,
+        "draft_goal": draft_goal,
+    }
+    read_only = {"explain_intent", "search_memory", "progress"}
+    if set(tools) != set(TOOLS):
+        raise RuntimeError("tickloop.mcp: the registered tools differ from face.TOOLS")
+    for name, fn in tools.items():
+        annotations = _READ_ONLY if name in read_only else _WRITES
+        server.add_tool(fn, name=name, description=TOOLS[name], annotations=annotations)

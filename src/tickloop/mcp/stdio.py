@@ -1,0 +1,135 @@
+"""stdio for the MCP face, with every unreadable message answered instead of dropped.
+
+The SDK's stdio transport replaces invalid UTF-8 with U+FFFD and silently drops a line it cannot
+parse (a lone surrogate, nesting past its parser's limit), so a client waits forever and a title
+could be stored mangled. Here each line is checked first: bytes must be UTF-8, the JSON must parse,
+hold only encodable text and nest at most ``MAX_DEPTH`` levels. A line that fails gets a JSON-RPC
+error naming the problem (for its ``id`` when one can be read) and never reaches a tool.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import AsyncIterator
+from typing import IO, Any
+
+import anyio
+import anyio.to_thread
+
+MAX_DEPTH = 64
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")')
+
+
+def problem(line: bytes) -> tuple[Any, int, str] | None:
+    """None for a readable message; else ``(id or None, JSON-RPC code, what is wrong)``."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _id_of(line), PARSE_ERROR, f"the message is not valid UTF-8 (byte {exc.start})"
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        return _id_of(line), PARSE_ERROR, f"the message nests deeper than {MAX_DEPTH} levels"
+    except ValueError as exc:
+        return _id_of(line), PARSE_ERROR, f"the message is not valid JSON: {exc}"
+    msg_id = value.get("id") if isinstance(value, dict) else None
+    msg_id = msg_id if isinstance(msg_id, int | str) and not isinstance(msg_id, bool) else None
+    if _too_deep(value, 0):
+        return msg_id, INVALID_REQUEST, f"the message nests deeper than {MAX_DEPTH} levels"
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return msg_id, INVALID_REQUEST, "the message holds text that is not valid Unicode (a lone surrogate)"
+    return None
+
+
+def _too_deep(value: Any, depth: int) -> bool:
+    if depth > MAX_DEPTH:
+        return True
+    if isinstance(value, dict):
+        return any(_too_deep(v, depth + 1) for v in value.values())
+    if isinstance(value, list):
+        return any(_too_deep(v, depth + 1) for v in value)
+    return False
+
+
+def _id_of(line: bytes) -> Any:
+    found = _ID.search(line[:400])
+    if found is None:
+        return None
+    try:
+        return json.loads(found.group(1))
+    except ValueError:
+        return None
+
+
+class _Out:
+    """stdout for JSON-RPC lines: one writer at a time (the SDK's and this module's answers)."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self.raw = raw
+        self.lock = anyio.Lock()
+
+    async def write(self, text: str) -> None:
+        data = text.encode("utf-8")
+        async with self.lock:
+            await anyio.to_thread.run_sync(self._put, data)
+
+    def _put(self, data: bytes) -> None:
+        self.raw.write(data)
+        self.raw.flush()
+
+    async def flush(self) -> None:
+        """Each write is flushed already."""
+
+
+class _In:
+    """stdin lines the SDK may parse; the others are answered on ``out`` and skipped."""
+
+    def __init__(self, raw: IO[bytes], out: _Out) -> None:
+        self.raw = raw
+        self.out = out
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        while line := await anyio.to_thread.run_sync(self.raw.readline):
+            if not line.strip():
+                continue
+            found = problem(line)
+            if found is None:
+                yield line.decode("utf-8")
+                continue
+            msg_id, code, message = found
+            answer = {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
+            await self.out.write(json.dumps(answer) + "\n")
+
+
+def _claim_std() -> tuple[IO[bytes], IO[bytes]]:
+    """Private copies of fds 0 and 1; fd 0 then reads /dev/null and fd 1 goes to stderr, so nothing
+    else in the process can read the client's messages or write into the protocol stream."""
+    sys.stdout.flush()
+    stdin = os.fdopen(os.dup(0), "rb")
+    stdout = os.fdopen(os.dup(1), "wb")
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    return stdin, stdout
+
+
+async def serve(server: Any) -> None:
+    """Serve ``server`` (an ``MCPServer``) on this process's stdin and stdout until stdin closes."""
+    from mcp.server.stdio import stdio_server  # noqa: PLC0415
+
+    raw_in, raw_out = _claim_std()
+    out = _Out(raw_out)
+    lowlevel = server._lowlevel_server  # the SDK's run_stdio_async, with our streams
+    async with stdio_server(_In(raw_in, out), out) as (read, write):  # type: ignore[arg-type]
+        await lowlevel.run(read, write, lowlevel.create_initialization_options())
