@@ -128,11 +128,15 @@ def _ledger(terminal_fields: dict[str, Any]) -> list[tuple[int, bytes]]:
     at = datetime(2026, 11, 30, tzinfo=UTC)
     run = {"runId": "r", "policyId": "default", "timeStepSha256": "ab" * 32, "timeStepBytes": 4}
     recs = [
-        record(RecordType.LOOP_ARMED, recorded_at=at, session_id="s", requested=1, **run),
+        record(RecordType.LOOP_ARMED, recorded_at=at, session_id="s", requested=1, resume=False,
+               rule="admit.ok", next="next.ok", **run),
+        record(RecordType.TICK_SCHEDULED, recorded_at=at, session_id="s", step=1, rule="next.ok",
+               dueAt="2026-11-30T00:00:00.000Z", delayMs=0, **run),
         record(RecordType.TICK_ENQUEUED, recorded_at=at, session_id="s", step=1, **run),
         record(RecordType.TICK_TERMINAL, recorded_at=at, session_id="s", step=1, status="completed",
                **run, **terminal_fields),
-        record(RecordType.LOOP_COMPLETE, recorded_at=at, session_id="s", rule="complete.target", **run),
+        record(RecordType.LOOP_COMPLETE, recorded_at=at, session_id="s", rule="next.target_reached",
+               steps=1, **run),
     ]  # fmt: skip
     return [(i, canonical({**r, "seq": i})) for i, r in enumerate(recs, start=1)]
 
