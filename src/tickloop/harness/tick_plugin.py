@@ -6,7 +6,8 @@ timer, the ledger writes and the ``/tick`` command. Every decision leaves a ledg
 
 States follow ``tickloop.protocol.run``: armed -> waiting | scheduled; scheduled -> enqueued (the
 timer fired, the run generation matches and the whole predicate still holds on an identical state)
-or cancelled; enqueued -> scheduled | complete | stopped on the step's terminal.
+or cancelled (at once when a person's message is submitted, or when the timer finds the state
+changed); enqueued -> scheduled | complete | stopped on the step's terminal.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from tickloop.harness.tick_ledger import RECOVER_ORPHANED_RUN, LedgerSink, orpha
 from tickloop.harness.tick_options import TickOptions
 from tickloop.harness.timers import LoopTimers, TimerHandle, Timers
 from tickloop.protocol.command import ControlOp, TickControl, TickStart, parse_tick
-from tickloop.protocol.envelope import PLUGIN_NAME, time_step_message
+from tickloop.protocol.envelope import PLUGIN_NAME, Message, time_step_message
 from tickloop.protocol.ledger import RecordType, record
 from tickloop.protocol.predicates import Decision, Next, admit, next_step
 from tickloop.protocol.run import Run, RunState
@@ -35,6 +36,7 @@ from tickloop.protocol.run import Run, RunState
 STOP_USER = "stop.user"
 STOP_DISPOSED = "stop.disposed"
 CANCEL_STATE_CHANGED = "cancel.state_changed"
+CANCEL_PERSON_MESSAGE = "cancel.person_message"
 STOP_INCONSISTENT = "stop.inconsistent_turn"
 STOP_NO_RUN = "stop.no_active_run"
 
@@ -113,6 +115,12 @@ class TickPlugin:
         elif run.state is RunState.WAITING:
             self._advance()
         # SCHEDULED: the timer re-checks the whole state when it fires and cancels on any change.
+
+    def on_person_message(self, message: Message) -> None:  # noqa: ARG002  (any person's message counts)
+        """A person's message cancels a pending time step now: the cancel, the disposed timer, the stop."""
+        with self._guard():
+            if self._run is not None and self._run.state is RunState.SCHEDULED:
+                self._cancel(CANCEL_PERSON_MESSAGE)
 
     def dispose(self) -> None:
         if self._run is not None:
