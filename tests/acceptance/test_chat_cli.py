@@ -229,3 +229,17 @@ def test_unknown_model_is_a_clear_error(workdir: Path) -> None:
     result = chat(workdir, "", "--model", "nosuch")
     assert result.returncode == 2
     assert "nosuch" in result.stderr
+
+
+@pytest.mark.parametrize("session_id", ["two\nlines", "title\x1b]0;x\x07", "rtl\u202e"])
+def test_chat_refuses_a_session_id_with_a_control_character(tmp_path: Path, session_id: str) -> None:
+    """`chat --session` with a control character exits 2 with a clear error and creates no session file."""
+    result = chat(tmp_path, "hello\n", "--session", session_id)
+    assert result.returncode == 2
+    assert "invalid session id" in result.stderr
+    assert "control character U+" in result.stderr
+    assert "\x1b" not in result.stderr + result.stdout
+    assert not (tmp_path / ".tickloop-sessions").exists() or not any(
+        (tmp_path / ".tickloop-sessions").iterdir()
+    )
+    assert not (tmp_path / ".tickloop-audit").exists()

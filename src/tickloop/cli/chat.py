@@ -30,11 +30,32 @@ from tickloop.harness import (
     open_chat_agent,
     presence_path,
 )
+from tickloop.harness.jsonl import SessionError
+from tickloop.harness.session import check_session_id
 from tickloop.models.registry import get_model
 
 
+def _checked_session_id(
+    ctx: click.Context,  # noqa: ARG001  (click's callback signature)
+    param: click.Parameter,  # noqa: ARG001
+    value: str | None,
+) -> str | None:
+    """Refuse a session id with a control character before anything is opened or created."""
+    if value is None:
+        return None
+    try:
+        return check_session_id(value)
+    except SessionError as exc:
+        raise click.BadParameter(exc.message) from None
+
+
 @click.command()
-@click.option("--session", "session_id", help="Session id to open or create (default: a new one).")
+@click.option(
+    "--session",
+    "session_id",
+    callback=_checked_session_id,
+    help="Session id to open or create (default: a new one).",
+)
 @click.option("--model", "model_name", help="Model name (default: [model] name, usually 'offline').")
 @click.option("--audit-dir", type=click.Path(path_type=Path, file_okay=False), help="Audit ledger directory.")
 @sessions_dir_option
