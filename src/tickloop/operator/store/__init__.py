@@ -20,14 +20,27 @@ from tickloop.operator.store.base import EPOCH, Ending, Store
 
 __all__ = ["EPOCH", "Ending", "Store", "default_sqlite_path", "open_store", "redact_url"]
 
-_USERINFO_PASSWORD = re.compile(r"(?P<head>://[^/@:?#]*:)[^@/?#]*@")
-_QUERY_PASSWORD = re.compile(r"(?P<head>[?&]password=)[^&#]*", re.IGNORECASE)
+#: ``scheme://user:PASSWORD@host``: up to the last ``@`` before whitespace, so a raw ``@`` or ``/``
+#: in the password is masked too (over-masking is the safe side).
+_USERINFO_PASSWORD = re.compile(r"(?P<head>://[^:/?#@\s]*:)\S*@")
+#: ``?password=...`` / ``&sslpassword=...`` in a URL's query.
+_QUERY_PASSWORD = re.compile(r"(?P<head>[?&][^=&#\s]*password=)[^&#\s]*", re.IGNORECASE)
+#: libpq's keyword/value form: ``host=h password=SECRET`` or ``password = 'se cret\'s'``.
+_KEYWORD_PASSWORD = re.compile(
+    r"(?P<head>(?:^|(?<=\s))[A-Za-z_]*password\s*=\s*)(?:'(?:[^'\\]|\\.)*(?:'|$)|\S+)",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 def redact_url(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (safe for messages and logs)."""
+    """``url`` with any password replaced by ``***`` (safe for messages and logs).
+
+    Masks a URL's userinfo password, a ``password=`` (or ``sslpassword=``) query parameter, and a
+    ``password=`` keyword of libpq's ``key=value`` form, quoted or not.
+    """
     url = _USERINFO_PASSWORD.sub(r"\g<head>***@", url)
-    return _QUERY_PASSWORD.sub(r"\g<head>***", url)
+    url = _QUERY_PASSWORD.sub(r"\g<head>***", url)
+    return _KEYWORD_PASSWORD.sub(r"\g<head>***", url)
 
 
 def default_sqlite_path() -> Path:
