@@ -21,8 +21,8 @@ from tickloop.operator.store.base import EPOCH, Ending, Store
 __all__ = ["EPOCH", "Ending", "Store", "default_sqlite_path", "open_store", "redact_url"]
 
 #: ``scheme://user:PASSWORD@host``: up to the last ``@`` before whitespace, so a raw ``@`` or ``/``
-#: in the password is masked too (over-masking is the safe side).
-_USERINFO_PASSWORD = re.compile(r"(?P<head>://[^:/?#@\s]*:)\S*@")
+#: in the password is masked too (over-masking is the safe side); else a password with spaces.
+_USERINFO_PASSWORD = re.compile(r"(?P<head>://[^:/?#@\s]*:)(?:\S*|[^@/?#]*)@")
 #: ``?password=...`` / ``&sslpassword=...`` in a URL's query.
 _QUERY_PASSWORD = re.compile(r"(?P<head>[?&][^=&#\s]*password=)[^&#\s]*", re.IGNORECASE)
 #: libpq's keyword/value form: ``host=h password=SECRET`` or ``password = 'se cret\'s'``.
