@@ -44,10 +44,10 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _store() -> Store:
+def _store(*, create: bool = False) -> Store:
     from tickloop.operator.service import open_configured_store  # noqa: PLC0415
 
-    return open_configured_store()
+    return open_configured_store(create=create)
 
 
 def _profile_store(profile: str) -> Store:
@@ -170,7 +170,7 @@ def init(
     )
     quiet_hours = onboarding.parse_quiet(quiet) if quiet else None
     picked = onboarding.parse_channel(channel) if channel else None
-    with _store() as store:
+    with _store(create=True) as store:
         made, goal = init_profile(store, profile, spec, now=_now())
         added = [
             store.add_task(profile, title, now=_now(), priority=len(tasks) - i)
@@ -229,7 +229,7 @@ def migrate() -> None:
     """Apply pending schema migrations (they also run on first use)."""
     from tickloop.operator.service import open_configured_store  # noqa: PLC0415
 
-    with open_configured_store(migrate=False) as store:
+    with open_configured_store(migrate=False, create=True) as store:
         applied = store.migrate()
         version = store.schema_version()
     done = ", ".join(f"{v:04d}" for v in applied) or "nothing to apply"

@@ -4,7 +4,7 @@
 URL                         backend
 ==========================  ===============================================================
 (empty)                     SQLite file ``operator.sqlite3`` in the user data dir (tickloop.dirs)
-``sqlite:///abs/path.db``   SQLite file at ``/abs/path.db`` (``sqlite://rel.db``: relative)
+``sqlite:///abs/path.db``   SQLite file at ``/abs/path.db`` (absolute: ``sqlite://rel.db`` is refused)
 ``postgresql://...``        PostgreSQL via psycopg 3 with a pool (``postgres://`` too)
 ``memory://``               in this process only; for tests and demos
 ==========================  ===============================================================
@@ -50,15 +50,17 @@ def default_sqlite_path() -> Path:
     return user_data_path() / "operator.sqlite3"
 
 
-def open_store(url: str = "", *, migrate: bool = True) -> Store:
+def open_store(url: str = "", *, migrate: bool = True, create: bool = True) -> Store:
     """Open the store ``url`` names; apply pending migrations unless ``migrate`` is False.
 
+    ``create=False`` (every CLI command but ``init`` and ``migrate``): a missing SQLite file or
+    directory is an error naming it, never made. A new SQLite file is 0600, new directories 0700.
     An unknown scheme, a malformed URL or an unreachable server raises ``StoreError`` naming the
     URL without its password.
     """
     safe = redact_url(url)
     if url == "":
-        return _sqlite(default_sqlite_path(), None, migrate=migrate)
+        return _sqlite(default_sqlite_path(), None, migrate=migrate, create=create)
     if url == "memory://" or url.startswith("memory://"):
         from tickloop.operator.store.memory import MemoryStore  # noqa: PLC0415
 
@@ -67,7 +69,13 @@ def open_store(url: str = "", *, migrate: bool = True) -> Store:
         path = url.removeprefix("sqlite://")
         if not path or "?" in path or "#" in path:
             raise StoreError(f"malformed SQLite store URL {safe}: use sqlite:///absolute/path.db")
-        return _sqlite(Path(path).expanduser(), safe, migrate=migrate)
+        if not path.startswith("/"):
+            suggestion = f"sqlite://{Path.cwd() / path}"
+            raise StoreError(
+                f"relative SQLite store URL {safe}: the path must be absolute, with three slashes: "
+                f"sqlite:///abs/path.db (here perhaps {redact_url(suggestion)})"
+            )
+        return _sqlite(Path(path), safe, migrate=migrate, create=create)
     if url.startswith(("postgresql://", "postgres://")):
         return _postgres(url, safe, migrate=migrate)
     raise StoreError(
@@ -76,10 +84,10 @@ def open_store(url: str = "", *, migrate: bool = True) -> Store:
     )
 
 
-def _sqlite(path: Path, safe: str | None, *, migrate: bool) -> Store:
+def _sqlite(path: Path, safe: str | None, *, migrate: bool, create: bool) -> Store:
     from tickloop.operator.store.sqlite import SQLiteStore  # noqa: PLC0415
 
-    return SQLiteStore(path, url=safe, migrate=migrate)
+    return SQLiteStore(path, url=safe, migrate=migrate, create=create)
 
 
 def _postgres(url: str, safe: str, *, migrate: bool) -> Store:
