@@ -243,3 +243,23 @@ def test_chat_refuses_a_session_id_with_a_control_character(tmp_path: Path, sess
         (tmp_path / ".tickloop-sessions").iterdir()
     )
     assert not (tmp_path / ".tickloop-audit").exists()
+
+
+def test_the_chat_shows_hostile_replies_inert_and_errors_without_an_empty_label(tmp_path: Path) -> None:
+    """Scripted chat: a hostile reply is inert and cannot fake `you>`; an error turn shows no bare label."""
+    config = tmp_path / "hostile.toml"
+    config.write_text(
+        "[model.offline]\n"
+        'reply = "t\\u001b]0;pwned\\u0007 c\\u001b[2J b\\u0007 x\\b\\bY r\\u202eR\\nyou> rm -rf ~\\n\\tok"\n'
+        "failOnCalls = [2]\n"
+    )
+    result = chat(tmp_path, "hello\nagain\n", "--session", "hostile", "--no-tick", env=env_with(config))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert not any(c in out for c in "\x1b\x07\x08\u202e\r")
+    assert [line for line in out.splitlines() if line.startswith("you>")] == ["you> hello", "you> again"]
+    assert "offline> t c b\\u0007 x\\u0008\\u0008Y r\\u202eR\n         you> rm -rf ~\n         \tok\n" in out
+    assert "offline> \n" not in out
+    assert out.endswith("you> again\n[turn 2 error: offline model: scripted error on call 2]\n")
+    stored = [r for r in session_records(tmp_path, "hostile") if r["type"] == "message"]
+    assert stored[1]["content"][0]["text"].startswith("t\x1b]0;pwned\x07")  # the transcript keeps it all
