@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from tickloop.audit import read_ledger, verify_file
+from tickloop.inert import inert
 from tickloop.protocol.ledger import decode
 
 
@@ -40,27 +41,32 @@ def verify(path: Path) -> None:
 def show(path: Path) -> None:
     """Print a ledger as a readable table."""
     from rich.console import Console  # noqa: PLC0415  (heavy; only this command renders)
+    from rich.markup import escape  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
+    def cell(value: object) -> str:
+        # A ledger file is input: no escape sequence, control character or rich markup in it acts.
+        return escape(inert(str(value), keep_newlines=False))
+
     read = read_ledger(path)
-    table = Table(title=str(path), show_lines=False)
+    table = Table(title=cell(path), show_lines=False)
     for name in ("seq", "time (UTC)", "type", "run", "step", "status / rule", "policy"):
         table.add_column(name, no_wrap=True)
     for lineno, raw in read.lines:
         try:
             rec = decode(raw)
         except Exception as exc:  # noqa: BLE001  (show every line, even a bad one)
-            table.add_row(str(lineno), "", "[red]unreadable[/]", "", "", str(exc)[:60], "")
+            table.add_row(str(lineno), "", "[red]unreadable[/]", "", "", cell(str(exc)[:60]), "")
             continue
         sha = str(rec.get("timeStepSha256", ""))[:8]
         table.add_row(
-            str(rec["seq"]),
-            str(rec["recordedAt"]).partition("T")[2].rstrip("Z"),
-            str(rec["type"]),
-            str(rec.get("runId", ""))[:12],
-            str(rec.get("step", "")),
-            str(rec.get("status") or rec.get("rule") or ""),
-            f"{rec.get('policyId', '')} {sha}".strip(),
+            cell(rec["seq"]),
+            cell(str(rec["recordedAt"]).partition("T")[2].rstrip("Z")),
+            cell(rec["type"]),
+            cell(str(rec.get("runId", ""))[:12]),
+            cell(rec.get("step", "")),
+            cell(rec.get("status") or rec.get("rule") or ""),
+            cell(f"{rec.get('policyId', '')} {sha}".strip()),
         )
     console = Console()
     if not console.is_terminal:  # rich assumes 80 columns when piped; a ledger row needs more

@@ -115,9 +115,7 @@ def test_a_file_of_another_session_is_refused(tmp_path: Path) -> None:
         open_session(tmp_path, "b")
 
 
-@pytest.mark.parametrize(
-    "session_id", ["../x", "../../etc/passwd", "a/b", "é" * 300, ".", "..", "CON"]
-)
+@pytest.mark.parametrize("session_id", ["../x", "../../etc/passwd", "a/b", "é" * 300, ".", "..", "CON"])
 def test_hostile_session_ids_stay_inside_the_sessions_dir(tmp_path: Path, session_id: str) -> None:
     """Any session id maps to one file directly inside the sessions dir, and reopens as itself."""
     sessions = tmp_path / "sessions"
