@@ -77,6 +77,9 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         session.add_reply(f"reply: {text}")
         session.end_turn(TerminalStatus.COMPLETED, usage=Usage(1, 1))
     session.close()
+    # A transcript written by an older version, or by hand, whose header id holds controls.
+    evil = {"type": "session", "id": CORPUS["fake_prompt"], "version": 1, "createdAt": "2026-01-01T00:00:00Z"}
+    (root / "sessions" / "session-evil.jsonl").write_text(json.dumps(evil) + "\n", encoding="utf-8")
     ledger = open_session_ledger(root / "audit", "hostile")
     for text in CORPUS.values():
         ledger.append(
@@ -124,5 +127,4 @@ def test_every_view_shows_hostile_text_inert(seeded: dict[str, str], view: str) 
     # A line of stored text that starts at column 0 (or a table's first cell) with `you>` would pass
     # for the person's prompt; continuation lines are indented under their turn.
     assert not [line for line in out.splitlines() if re.match(r"(?:[│┃|] )?you>", line)]
-    if view not in {"sessions list"}:
-        assert "visible" in out  # the hostile rows are shown, not dropped
+    assert "visible" in out  # the hostile rows are shown, not dropped
