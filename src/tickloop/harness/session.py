@@ -164,6 +164,7 @@ class Session:
 
 def memory_session(session_id: str = "memory", *, clock: Clock | None = None) -> Session:
     """A session that lives only in memory (tests, embedders, benchmarks)."""
+    check_session_id(session_id)
     return Session(session_id=session_id, log=MemoryLog(), clock=clock or SystemClock())
 
 
