@@ -209,9 +209,40 @@ async def test_an_active_turn_is_never_steered(make_chat: ChatFactory) -> None:
     assert [t.terminal.status for t in turns if t.terminal] == ["completed"] * 3
     kinds = [(r["type"], r.get("rule")) for r in chat.records()]
     assert kinds[-2:] == [
-        ("tick_cancelled_before_enqueue", "cancel.state_changed"),
-        ("loop_stopped", "cancel.state_changed"),
+        ("tick_cancelled_before_enqueue", "cancel.person_message"),
+        ("loop_stopped", "cancel.person_message"),
     ]
+
+
+async def test_a_message_typed_during_a_step_turn_cancels_the_next_step_when_scheduled(
+    make_chat: ChatFactory,
+) -> None:
+    """With delayMs 30000, a message typed while a step's turn streams cancels the next step at once."""
+    timers = ManualTimers()
+    chat = await make_chat(
+        model=OfflineModel(reply="a b c d", token_delay=0.02), delay_ms=30_000, timers=timers
+    )
+    await chat.say("hello")
+    chat.agent.submit("/tick 3")
+    timers.fire_next()  # the first step comes due now rather than in 30 s
+    while len(chat.agent.session.turns) < 2:
+        await chat.streaming()
+    chat.agent.submit("interjection")
+    await chat.turns_done()
+    records = chat.records()
+    assert [(r["type"], r.get("rule") or r.get("status")) for r in records[-4:]] == [
+        ("tick_terminal", "completed"),
+        ("tick_scheduled", "next.ok"),
+        ("tick_cancelled_before_enqueue", "cancel.person_message"),
+        ("loop_stopped", "cancel.person_message"),
+    ]
+    due = datetime.fromisoformat(records[-3]["dueAt"])
+    assert datetime.fromisoformat(records[-2]["recordedAt"]) < due - timedelta(seconds=25)
+    assert timers.pending == []  # no timer was left for the cancelled step
+    status = chat.agent.submit("/tick status")
+    assert status is not None
+    assert status.text.startswith("no active run")
+    assert [c[-1].content for c in chat.model.calls] == ["hello", "tick", "interjection"]
 
 
 async def test_a_ledger_that_cannot_be_written_abandons_the_run_instead_of_hanging(
