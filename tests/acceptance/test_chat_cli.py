@@ -263,3 +263,34 @@ def test_the_chat_shows_hostile_replies_inert_and_errors_without_an_empty_label(
     assert out.endswith("you> again\n[turn 2 error: offline model: scripted error on call 2]\n")
     stored = [r for r in session_records(tmp_path, "hostile") if r["type"] == "message"]
     assert stored[1]["content"][0]["text"].startswith("t\x1b]0;pwned\x07")  # the transcript keeps it all
+
+
+def test_an_interrupted_reply_on_screen_equals_the_stored_partial_reply(tmp_path: Path) -> None:
+    """Scripted chat, SIGINT mid-stream: the screen shows the label and exactly the words stored."""
+    config = write_config(tmp_path / "slow.toml", token_delay_ms=50)
+    proc = subprocess.Popen(
+        [*TICKLOOP, "chat", "--session", "cut", "--no-tick"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env=env_with(config),
+    )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    proc.stdin.write(b"hello\n")
+    proc.stdin.flush()
+    seen = b""
+    deadline = time.monotonic() + 15
+    while seen.count(b"word") < 3:  # the reply is streaming: interrupt it part-way
+        assert time.monotonic() < deadline, seen
+        seen += os.read(proc.stdout.fileno(), 4096)
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=15)  # closes stdin: the chat exits once idle
+    assert proc.returncode == 0, err
+    screen = (seen + rest).decode()
+    stored = [r for r in session_records(tmp_path, "cut") if r["type"] == "message"]
+    partial = stored[-1]["content"][0]["text"]
+    assert 3 <= partial.count("word") < 30
+    assert f"you> hello\noffline> {partial}\n" in screen
+    assert screen.endswith("· interrupted\n[turn 1 interrupted]\n")
