@@ -128,3 +128,15 @@ def test_every_view_shows_hostile_text_inert(seeded: dict[str, str], view: str) 
     # for the person's prompt; continuation lines are indented under their turn.
     assert not [line for line in out.splitlines() if re.match(r"(?:[│┃|] )?you>", line)]
     assert "visible" in out  # the hostile rows are shown, not dropped
+
+
+def test_a_tick_log_line_quoting_hostile_text_is_inert(capsys: pytest.CaptureFixture[str]) -> None:
+    """A tick's stderr log (which may quote model output or a tick error) reaches the terminal inert."""
+    from tickloop.operator.runner import _stderr_log  # noqa: PLC0415
+    from tickloop.testing import FakeClock  # noqa: PLC0415
+
+    _stderr_log(FakeClock())(f"fast tick failed: {hostile('log')}")
+    err = capsys.readouterr().err
+    assert not RAW.findall(err)
+    assert err.count("\n") == 1
+    assert "visible7" in err
