@@ -54,6 +54,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.longrepr = f"skipped under CI=true (counts as a failure): {report.longrepr}"
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    """Under CI=true a module skipped while it is collected (importorskip, a module-level skip) fails too."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if os.environ.get("CI") == "true" and report.skipped:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{collector.nodeid}: skipped at collection under CI=true (counts as a failure): "
+            f"{report.longrepr}"
+        )
+
+
 @pytest.fixture
 def operator_store() -> Iterator[Store]:
     """The default store fixture for operator tests: SQLite in memory (``memory://``), migrated, empty."""

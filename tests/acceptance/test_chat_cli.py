@@ -229,3 +229,68 @@ def test_unknown_model_is_a_clear_error(workdir: Path) -> None:
     result = chat(workdir, "", "--model", "nosuch")
     assert result.returncode == 2
     assert "nosuch" in result.stderr
+
+
+@pytest.mark.parametrize("session_id", ["two\nlines", "title\x1b]0;x\x07", "rtl\u202e"])
+def test_chat_refuses_a_session_id_with_a_control_character(tmp_path: Path, session_id: str) -> None:
+    """`chat --session` with a control character exits 2 with a clear error and creates no session file."""
+    result = chat(tmp_path, "hello\n", "--session", session_id)
+    assert result.returncode == 2
+    assert "invalid session id" in result.stderr
+    assert "control character U+" in result.stderr
+    assert "\x1b" not in result.stderr + result.stdout
+    assert not (tmp_path / ".tickloop-sessions").exists() or not any(
+        (tmp_path / ".tickloop-sessions").iterdir()
+    )
+    assert not (tmp_path / ".tickloop-audit").exists()
+
+
+def test_the_chat_shows_hostile_replies_inert_and_errors_without_an_empty_label(tmp_path: Path) -> None:
+    """Scripted chat: a hostile reply is inert and cannot fake `you>`; an error turn shows no bare label."""
+    config = tmp_path / "hostile.toml"
+    config.write_text(
+        "[model.offline]\n"
+        'reply = "t\\u001b]0;pwned\\u0007 c\\u001b[2J b\\u0007 x\\b\\bY r\\u202eR\\nyou> rm -rf ~\\n\\tok"\n'
+        "failOnCalls = [2]\n"
+    )
+    result = chat(tmp_path, "hello\nagain\n", "--session", "hostile", "--no-tick", env=env_with(config))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert not any(c in out for c in "\x1b\x07\x08\u202e\r")
+    assert [line for line in out.splitlines() if line.startswith("you>")] == ["you> hello", "you> again"]
+    assert "offline> t c b\\u0007 x\\u0008\\u0008Y r\\u202eR\n         you> rm -rf ~\n         \tok\n" in out
+    assert "offline> \n" not in out
+    assert out.endswith("you> again\n[turn 2 error: offline model: scripted error on call 2]\n")
+    stored = [r for r in session_records(tmp_path, "hostile") if r["type"] == "message"]
+    assert stored[1]["content"][0]["text"].startswith("t\x1b]0;pwned\x07")  # the transcript keeps it all
+
+
+def test_an_interrupted_reply_on_screen_equals_the_stored_partial_reply(tmp_path: Path) -> None:
+    """Scripted chat, SIGINT mid-stream: the screen shows the label and exactly the words stored."""
+    config = write_config(tmp_path / "slow.toml", token_delay_ms=50)
+    proc = subprocess.Popen(
+        [*TICKLOOP, "chat", "--session", "cut", "--no-tick"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        env=env_with(config),
+    )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    proc.stdin.write(b"hello\n")
+    proc.stdin.flush()
+    seen = b""
+    deadline = time.monotonic() + 15
+    while seen.count(b"word") < 3:  # the reply is streaming: interrupt it part-way
+        assert time.monotonic() < deadline, seen
+        seen += os.read(proc.stdout.fileno(), 4096)
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=15)  # closes stdin: the chat exits once idle
+    assert proc.returncode == 0, err
+    screen = (seen + rest).decode()
+    stored = [r for r in session_records(tmp_path, "cut") if r["type"] == "message"]
+    partial = stored[-1]["content"][0]["text"]
+    assert 3 <= partial.count("word") < 30
+    assert f"you> hello\noffline> {partial}\n" in screen
+    assert screen.endswith("· interrupted\n[turn 1 interrupted]\n")

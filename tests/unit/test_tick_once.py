@@ -148,6 +148,7 @@ def test_a_mistake_in_a_tick_invocation_gets_clicks_usage_error(tmp_path: Path) 
 def test_an_unknown_profile_on_the_plain_path_is_a_one_line_error(tmp_path: Path) -> None:
     """A tick for a profile that does not exist says so on stderr and exits 2, with no traceback."""
     env = cli_env(tmp_path)
+    subprocess.run([sys.executable, "-m", "tickloop", "operator", "migrate"], env=env, check=True)
     run = subprocess.run(
         [sys.executable, "-m", "tickloop", "operator", "tick", "observe", "--profile", "ghost"],
         env=env,

@@ -30,6 +30,7 @@ from tickloop.errors import LedgerError
 from tickloop.filenames import session_file_name
 from tickloop.protocol.envelope import PLUGIN_NAME
 from tickloop.protocol.ledger import (
+    CANCEL_PERSON_MESSAGE,
     CANCEL_STATE_CHANGED,
     MAX_REPORTED,
     Oversized,
@@ -38,6 +39,8 @@ from tickloop.protocol.ledger import (
     VerifyReport,
 )
 
+#: Cancels that claim the state changed: the transcript must show the change (a person's message).
+_STATE_CANCELS = frozenset({CANCEL_STATE_CHANGED, CANCEL_PERSON_MESSAGE})
 DEFAULT_MAX_TRANSCRIPT_LINE = 16 << 20  #: a model reply can be long; a transcript line is capped at 16 MiB
 #: Closes that can end a run while its step's turn is still running (its terminal then is not logged).
 _CLOSE_WHILE_ENQUEUED = frozenset(
@@ -489,7 +492,7 @@ class _Replay:
     def _cancels(self) -> None:
         for run in self.runs.values():
             for step_no, step in run.steps.items():
-                if not step.cancelled_line or step.cancel_rule != CANCEL_STATE_CHANGED:
+                if not step.cancelled_line or step.cancel_rule not in _STATE_CANCELS:
                     continue
                 if step_no == 1:
                     changed = bool(self.human) and self.human[-1][0] >= run.armed_at

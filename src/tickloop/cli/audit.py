@@ -117,10 +117,15 @@ def replay(path: Path, *, sessions_dir: Path, key_env: str | None, max_record_by
 def show(path: Path) -> None:
     """Print a ledger as a readable table."""
     from rich.console import Console  # noqa: PLC0415  (heavy; only this command renders)
+    from rich.markup import escape  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
+    def cell(value: object) -> str:
+        # A ledger file is input: no escape sequence, control character or rich markup in it acts.
+        return escape(inert(str(value), keep_newlines=False))
+
     read = read_ledger(path)
-    table = Table(title=inert(str(path), keep_newlines=False), show_lines=False)
+    table = Table(title=cell(path), show_lines=False)
     for name in ("seq", "time (UTC)", "type", "run", "step", "status / rule", "policy"):
         table.add_column(name, no_wrap=True)
     for lineno, raw in read.lines:
@@ -129,17 +134,17 @@ def show(path: Path) -> None:
                 raise ValueError(f"{raw.size} bytes: over the record cap")  # noqa: TRY301, TRY004
             rec = decode(raw)
         except Exception as exc:  # noqa: BLE001  (show every line, even a bad one)
-            table.add_row(str(lineno), "", "[red]unreadable[/]", "", "", _cell(str(exc)[:60]), "")
+            table.add_row(str(lineno), "", "[red]unreadable[/]", "", "", cell(str(exc)[:60]), "")
             continue
         sha = str(rec.get("timeStepSha256", ""))[:8]
         table.add_row(
-            _cell(rec["seq"]),
-            _cell(str(rec["recordedAt"]).partition("T")[2].rstrip("Z")),
-            _cell(rec["type"]),
-            _cell(str(rec.get("runId", ""))[:12]),
-            _cell(rec.get("step", "")),
-            _cell(rec.get("status") or rec.get("rule") or ""),
-            _cell(f"{rec.get('policyId', '')} {sha}".strip()),
+            cell(rec["seq"]),
+            cell(str(rec["recordedAt"]).partition("T")[2].rstrip("Z")),
+            cell(rec["type"]),
+            cell(str(rec.get("runId", ""))[:12]),
+            cell(rec.get("step", "")),
+            cell(rec.get("status") or rec.get("rule") or ""),
+            cell(f"{rec.get('policyId', '')} {sha}".strip()),
         )
     console = Console()
     if not console.is_terminal:  # rich assumes 80 columns when piped; a ledger row needs more

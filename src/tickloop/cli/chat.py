@@ -30,12 +30,33 @@ from tickloop.harness import (
     open_chat_agent,
     presence_path,
 )
+from tickloop.harness.jsonl import SessionError
+from tickloop.harness.session import check_session_id
 from tickloop.harness.tools import open_toolbox, tools_settings
 from tickloop.models.registry import get_model
 
 
+def _checked_session_id(
+    ctx: click.Context,  # noqa: ARG001  (click's callback signature)
+    param: click.Parameter,  # noqa: ARG001
+    value: str | None,
+) -> str | None:
+    """Refuse a session id with a control character before anything is opened or created."""
+    if value is None:
+        return None
+    try:
+        return check_session_id(value)
+    except SessionError as exc:
+        raise click.BadParameter(exc.message) from None
+
+
 @click.command()
-@click.option("--session", "session_id", help="Session id to open or create (default: a new one).")
+@click.option(
+    "--session",
+    "session_id",
+    callback=_checked_session_id,
+    help="Session id to open or create (default: a new one).",
+)
 @click.option("--model", "model_name", help="Model name (default: [model] name, usually 'offline').")
 @click.option("--audit-dir", type=click.Path(path_type=Path, file_okay=False), help="Audit ledger directory.")
 @sessions_dir_option
@@ -135,18 +156,30 @@ async def _interactive(agent: Agent, renderer: Renderer) -> None:
     from prompt_toolkit import PromptSession  # noqa: PLC0415  (only the interactive chat pays for it)
     from prompt_toolkit.patch_stdout import patch_stdout  # noqa: PLC0415
 
-    prompt: PromptSession[str] = PromptSession()
+    def message() -> str:
+        # The line being streamed shows just above the prompt until it is complete and written.
+        partial = renderer.partial_line
+        return f"{partial}\nyou> " if partial else "you> "
+
+    # erase_when_done: an accepted or aborted prompt (with the partial line it showed) is erased;
+    # the renderer echoes the accepted line itself, so the screen keeps one copy of everything.
+    prompt: PromptSession[str] = PromptSession(refresh_interval=0.1, erase_when_done=True)
     await agent.start()
     try:
         with patch_stdout(raw=True):
+            # From now on write whole lines through prompt_toolkit's proxy: text written past it to
+            # the real stdout, or a partial line, is erased by the prompt's next redraw (the reply's
+            # label, its last words before an interrupt).
+            renderer.out, renderer.line_buffered = sys.stdout, True
             while True:
                 try:
-                    line = await prompt.prompt_async("you> ")
+                    line = await prompt.prompt_async(message)
                 except KeyboardInterrupt:
                     _interrupt(agent, renderer)
                     continue
                 except EOFError:
                     break
+                renderer.echo_input(line)
                 agent.submit(line)
     finally:
         await agent.close()

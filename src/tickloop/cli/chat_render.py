@@ -1,4 +1,15 @@
-"""Rendering agent events as text. Time steps are marked so no one mistakes them for the person's."""
+"""Rendering agent events as text. Time steps are marked so no one mistakes them for the person's.
+
+What the person sees is what the transcript stores: every streamed chunk is written (made inert:
+no escape sequence, control character or bidi override reaches the terminal raw), the model's label
+comes with its first text (an answer without text shows only its terminal line, never an empty
+label line), continuation lines are indented under the label (a reply line ``you> ...`` cannot pass
+for the prompt), and a notice that arrives mid-reply starts on a line of its own.
+
+Interactive chats write through prompt_toolkit, which redraws its prompt below the output and
+erases any partial line written above it; there the renderer writes whole lines only
+(``line_buffered``) and ``partial_line`` shows the line being streamed (in the bottom toolbar).
+"""
 
 from __future__ import annotations
 
@@ -28,67 +39,110 @@ def tool_line(result: CallResult) -> str:
 
 def time_step_label(text: str, step: object, of: object) -> str:
     """``⏱ tick (tickloop 2/3)``: visibly the plugin's, not the person's."""
-    return f"{TIME_STEP_MARK} {text} (tickloop {step}/{of})"
+    return f"{TIME_STEP_MARK} {inert(text, keep_newlines=False)} (tickloop {step}/{of})"
 
 
 class Renderer:
     """Writes events to ``out`` as they stream: ``offline> ...`` replies, ``· `` notices."""
 
-    def __init__(self, out: TextIO, *, label: str) -> None:
+    def __init__(self, out: TextIO, *, label: str, line_buffered: bool = False) -> None:
         self.out = out
         self.label = label
-        #: the turn's ``label> `` is written with its first text, so a tool line never follows a bare one
-        self._label_due = False
-        self._line_open = False
-        self._tool_shown = False
+        self.line_buffered = line_buffered
+        self._indent = " " * (len(label) + 2)
+        self._label_pending = False  #: a turn started and its label is not written yet
+        self._at_line_start = True  #: the reply's next text starts a line (indent it)
+        self._column0 = True  #: the terminal's cursor is at the start of a line
+        self._partial = ""  #: line_buffered: the current line, not yet written
+        self._tool_shown = False  #: the turn showed a tool line (its answer may hold no text)
+
+    @property
+    def partial_line(self) -> str:
+        """The line being streamed and not yet written (line-buffered mode)."""
+        return self._partial
 
     def __call__(self, event: AgentEvent) -> None:
         if isinstance(event, TurnStarted):
+            self._end_line()
             message = event.turn.input
             if is_time_step(message):
                 meta = message.meta
-                self._write(time_step_label(message.text, meta.get("step", "?"), meta.get("of", "?")) + "\n")
-            self._label_due = True
-            self._tool_shown = False
+                self._emit(time_step_label(message.text, meta.get("step", "?"), meta.get("of", "?")) + "\n")
+            self._label_pending, self._at_line_start, self._tool_shown = True, False, False
         elif isinstance(event, TextStreamed):
-            self._label()
-            self._write(event.text)
-            self._line_open = True
+            self._reply(inert(event.text))
         elif isinstance(event, ToolCallEnded):
-            self._write(("\n" if self._line_open else "") + tool_line(event.result) + "\n")
-            self._line_open = False
-            self._label_due = True
-            self._tool_shown = True
+            # The tool line stands on its own line; text after it gets the label again.
+            self._end_line()
+            self._emit(tool_line(event.result) + "\n")
+            self._label_pending, self._at_line_start, self._tool_shown = True, False, True
+            self._flush()
         elif isinstance(event, TurnEnded):
-            if not self._tool_shown:
-                self._label()
-            self._label_due = False
-            self._line_open = False
             terminal = event.terminal
-            tail = (
-                ""
-                if terminal.status is TerminalStatus.COMPLETED
-                else f"[turn {terminal.turn} {terminal.status}"
-            )
-            if tail and terminal.detail:
-                tail += f": {terminal.detail}"
-            self._write("\n" + (tail + "]\n" if tail else ""))
+            had_text = not self._label_pending
+            self._label_pending = False
+            self._end_line()
+            if terminal.status is TerminalStatus.COMPLETED:
+                if not had_text and not self._tool_shown:
+                    self._emit(f"[turn {terminal.turn} completed: the model sent no text]\n")
+            else:
+                tail = f"[turn {terminal.turn} {terminal.status}"
+                if terminal.detail:
+                    tail += f": {inert(terminal.detail, keep_newlines=False)}"
+                self._emit(tail + "]\n")
+            self._flush()
         elif isinstance(event, Notice):
             self.notice(event.text, error=event.error)
 
-    def _label(self) -> None:
-        if self._label_due:
-            self._write(f"{self.label}> ")
-            self._label_due = False
+    def _reply(self, text: str) -> None:
+        if not text:
+            return
+        if self._label_pending:
+            self._emit(f"{self.label}> ")
+            self._label_pending = False
+        for i, piece in enumerate(text.split("\n")):
+            if i:
+                self._emit("\n")
+                self._at_line_start = True
+            if piece:
+                if self._at_line_start:
+                    self._emit(self._indent)
+                    self._at_line_start = False
+                self._emit(piece)
+        self._flush()
 
     def echo_input(self, line: str) -> None:
         """Scripted mode shows each line it reads, so the output reads as a transcript."""
-        self._write(f"you> {line.rstrip()}\n")
+        self._end_line()
+        self._emit(f"you> {inert(line.rstrip(chr(13) + chr(10)), keep_newlines=False)}\n")
+        self._flush()
 
     def notice(self, text: str, *, error: bool = False) -> None:
+        """A notice on lines of its own, even in the middle of a streaming reply."""
         mark = "!" if error else "·"
-        self._write("".join(f"{mark} {row}\n" for row in text.splitlines() or [""]))
+        if not self._column0:
+            self._emit("\n")
+            self._at_line_start = True
+        rows = text.splitlines() or [""]
+        self._emit("".join(f"{mark} {inert(row, keep_newlines=False)}\n" for row in rows))
+        self._flush()
 
-    def _write(self, text: str) -> None:
-        self.out.write(text)
+    def _end_line(self) -> None:
+        if not self._column0:
+            self._emit("\n")
+        self._at_line_start = True
+
+    def _emit(self, text: str) -> None:
+        if not text:
+            return
+        self._column0 = text.endswith("\n")
+        if not self.line_buffered:
+            self.out.write(text)
+            return
+        self._partial += text
+        head, newline, self._partial = self._partial.rpartition("\n")
+        if newline:
+            self.out.write(head + newline)
+
+    def _flush(self) -> None:
         self.out.flush()

@@ -19,6 +19,7 @@ import click
 
 from tickloop.cli.app import LazyGroup
 from tickloop.errors import ValidationError
+from tickloop.inert import inert
 from tickloop.operator.domain import DecisionKind, IntentStatus
 from tickloop.operator.store import Store
 from tickloop.operator.store._rows import iso as utc_iso
@@ -42,10 +43,10 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _store() -> Store:
+def _store(*, create: bool = False) -> Store:
     from tickloop.operator.service import open_configured_store  # noqa: PLC0415
 
-    return open_configured_store()
+    return open_configured_store(create=create)
 
 
 def _profile_store(profile: str) -> Store:
@@ -74,7 +75,7 @@ def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[object]])
     from rich.markup import escape  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
-    table = Table(title=escape(title))
+    table = Table(title=escape(inert(title, keep_newlines=False)))
     for column in columns:
         table.add_column(column)
     for row in rows:
@@ -87,7 +88,9 @@ def _cell(value: object) -> str:
         return ""
     if isinstance(value, datetime):
         return utc_iso(value)
-    text = str(value).encode("utf-8", "backslashreplace").decode("utf-8")
+    # Titles, payloads and subjects are untrusted: no escape sequence, control or bidi override
+    # reaches the terminal, and a newline cannot start a fake row.
+    text = inert(str(value).encode("utf-8", "backslashreplace").decode("utf-8"), keep_newlines=False)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
@@ -160,7 +163,7 @@ def init(
     )
     quiet_hours = onboarding.parse_quiet(quiet) if quiet else None
     picked = onboarding.parse_channel(channel) if channel else None
-    with _store() as store:
+    with _store(create=True) as store:
         made, goal = init_profile(store, profile, spec, now=_now())
         added = [
             store.add_task(profile, title, now=_now(), priority=len(tasks) - i)
@@ -178,7 +181,10 @@ def init(
             }
         )
         return
-    click.echo(f"profile {made.name!r} created; goal model v{goal.version} active: {goal.title}")
+    click.echo(
+        f"profile {made.name!r} created; goal model v{goal.version} active: "
+        f"{inert(goal.title, keep_newlines=False)}"
+    )
     click.echo(
         f"{len(added)} board task(s) added" if added else "no board tasks yet: tickloop operator task add"
     )
@@ -219,7 +225,7 @@ def migrate() -> None:
     """Apply pending schema migrations (they also run on first use)."""
     from tickloop.operator.service import open_configured_store  # noqa: PLC0415
 
-    with open_configured_store(migrate=False) as store:
+    with open_configured_store(migrate=False, create=True) as store:
         applied = store.migrate()
         version = store.schema_version()
     done = ", ".join(f"{v:04d}" for v in applied) or "nothing to apply"
@@ -273,7 +279,7 @@ def goal_activate(profile: str, version: int) -> None:
     """Make VERSION the active goal model (the previous one is retired)."""
     with _profile_store(profile) as store:
         made = store.activate_goal_model(profile, version, now=_now())
-    click.echo(f"goal model v{made.version} active: {made.title}")
+    click.echo(f"goal model v{made.version} active: {inert(made.title, keep_newlines=False)}")
 
 
 # -- board and plan --------------------------------------------------------------------------------
@@ -420,7 +426,8 @@ def intents_add(
     if as_json:
         _emit_json(made)
     else:
-        click.echo(f"intent {made.id} staged: {made.status} ({'; '.join(stamp.reasons)})")
+        reasons = inert("; ".join(stamp.reasons), keep_newlines=False)
+        click.echo(f"intent {made.id} staged: {made.status} ({reasons})")
 
 
 def _decide(

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from tickloop.operator.status import Overview
 
 from tickloop.cli.operator import _emit_json, _profile_store, json_option, profile_option
+from tickloop.inert import inert
 
 
 @click.command()
@@ -37,10 +38,15 @@ def _render(view: Overview) -> None:
     console = Console()
     if not console.is_terminal:  # rich assumes 80 columns when piped; the overview needs more
         console = Console(width=140)
+
+    def safe(text: str) -> str:
+        # Untrusted text (goal, step, titles, tick errors): inert, then no rich markup either.
+        return escape(inert(text, keep_newlines=False))
+
     console.print(
-        f"[bold]{escape(view.profile)}[/]  goal: {escape(view.goal or 'none (run tickloop operator init)')}"
+        f"[bold]{safe(view.profile)}[/]  goal: {safe(view.goal or 'none (run tickloop operator init)')}"
     )
-    console.print(f"current step: {escape(view.current_step or 'no plan yet (the slow review writes it)')}")
+    console.print(f"current step: {safe(view.current_step or 'no plan yet (the slow review writes it)')}")
     ticks = Table(title="last tick of each kind")
     for column in ("kind", "outcome", "ended", "detail"):
         ticks.add_column(column)
@@ -52,10 +58,10 @@ def _render(view: Overview) -> None:
                 kind,
                 row.outcome.value,
                 row.ended_at.isoformat(timespec="seconds"),
-                escape((row.error or row.detail)[:60]),
+                safe((row.error or row.detail)[:60]),
             )
     console.print(ticks)
-    waiting = ", ".join(f"#{i} {t} {escape(title[:40])!r}" for i, t, title in view.waiting_approval) or "none"
+    waiting = ", ".join(f"#{i} {t} '{safe(title[:40])}'" for i, t, title in view.waiting_approval) or "none"
     console.print(f"waiting for your approval: {waiting}")
     active = [name for name, on in view.conditions.items() if on]
     console.print(f"monitor conditions: {', '.join(active) if active else 'all clear'}")

@@ -10,6 +10,7 @@ from tickloop.cli.chat_render import time_step_label, tool_line
 from tickloop.harness import DEFAULT_SESSIONS_DIR
 from tickloop.harness.catalog import list_sessions, load_session
 from tickloop.harness.session import Terminal
+from tickloop.inert import inert
 from tickloop.protocol.envelope import is_time_step
 
 #: ``--sessions-dir``, shared by ``chat`` and ``sessions``.
@@ -37,9 +38,8 @@ def list_command(sessions_dir: Path) -> None:
     if not found:
         click.echo(f"no sessions in {sessions_dir}")
     for s in found:
-        click.echo(
-            f"{s.session_id!s:<32} {s.turns:>5} turns  last {s.last_status:<11} created {s.created_at}"
-        )
+        sid, created = inert(s.session_id, keep_newlines=False), inert(s.created_at, keep_newlines=False)
+        click.echo(f"{sid:<32} {s.turns:>5} turns  last {s.last_status:<11} created {created}")
 
 
 @sessions.command()
@@ -53,11 +53,8 @@ def show(session_id: str, sessions_dir: Path) -> None:
         if is_time_step(message):
             head = time_step_label(message.text, message.meta.get("step", "?"), message.meta.get("of", "?"))
         else:
-            head = (
-                f"you> {message.text}"
-                if message.source.kind == "user"
-                else f"{message.source}> {message.text}"
-            )
+            who = "you" if message.source.kind == "user" else inert(str(message.source), keep_newlines=False)
+            head = f"{who}> {_block(message.text, len(f'[{turn.number}] {who}> '))}"
         click.echo(f"[{turn.number}] {head}")
         for rnd in turn.rounds:
             if rnd.text:
@@ -69,8 +66,13 @@ def show(session_id: str, sessions_dir: Path) -> None:
                 if result is not None and result.status == "unknown":
                     click.echo("      outcome unknown: it may or may not have taken effect; never re-run")
         if turn.reply is not None:
-            click.echo(f"    assistant> {turn.reply.text}")
+            click.echo(f"    assistant> {_block(turn.reply.text, len('    assistant> '))}")
         click.echo(f"    -- {_terminal_text(turn.terminal)}")
+
+
+def _block(text: str, indent: int) -> str:
+    """Stored text made inert, its continuation lines indented: a line in it cannot pass for a turn."""
+    return inert(text).replace("\n", "\n" + " " * indent)
 
 
 def _terminal_text(terminal: Terminal | None) -> str:

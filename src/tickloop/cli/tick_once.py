@@ -64,6 +64,7 @@ def parse(args: Sequence[str], env: Mapping[str, str] = os.environ) -> TickReque
 def run(request: TickRequest) -> int:
     """Run the tick, print its row's one-line summary, and return the process exit code."""
     from tickloop.config import load_settings  # noqa: PLC0415
+    from tickloop.inert import inert  # noqa: PLC0415
     from tickloop.operator.runner import run_tick  # noqa: PLC0415
     from tickloop.operator.service import open_configured_store  # noqa: PLC0415
 
@@ -78,5 +79,6 @@ def run(request: TickRequest) -> int:
             kind, store=store, profile=request.profile, settings=settings, env=os.environ, options=options
         )
         for row in store.recent_progress(request.profile, limit=1, tick_kind=kind):  # the row this tick wrote
-            print(" ".join(part for part in (f"{kind}: {row.outcome}", row.detail, row.error) if part))
+            line = " ".join(part for part in (f"{kind}: {row.outcome}", row.detail, row.error) if part)
+            print(inert(line, keep_newlines=False))  # detail and error may quote model output
     return code

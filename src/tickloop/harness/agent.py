@@ -207,7 +207,17 @@ class Agent:
             refused = CommandResult("not sent: the message is not well-formed Unicode", ok=False)
             self.emit(Notice(refused.text, error=True))
             return refused
-        self.enqueue(Message(role="user", content=(text,), source=USER_SOURCE))
+        message = Message(role="user", content=(text,), source=USER_SOURCE)
+        for plugin in self.plugins:
+            # Optional hook: a plugin reacts to a person's message before it queues (e.g. the tick
+            # plugin cancels a pending time step at once rather than when its timer comes due).
+            hook = getattr(plugin, "on_person_message", None)
+            if hook is not None:
+                try:
+                    hook(message)
+                except Exception as exc:  # noqa: BLE001  (one broken plugin must not drop the message)
+                    self.emit(Notice(f"plugin {plugin.name} failed on a message: {exc!r}", error=True))
+        self.enqueue(message)
         return None
 
     def enqueue(self, message: Message) -> None:

@@ -3,6 +3,9 @@
 A plugin sees the agent only through its ``PluginHost``. Follow-ups it enqueues must carry its own
 source (``{"kind": "plugin", "plugin": <name>}``), so history can always tell them from a person's
 messages. Follow-ups queue like any input: they start at the next turn boundary, never mid-turn.
+
+A plugin may also define ``on_person_message(message)``: the Agent calls it when a person submits a
+message, before the message queues (the tick plugin cancels a pending time step there).
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ from tickloop.clock import Clock, SystemClock, utc_iso
 from tickloop.errors import LedgerError, TransitionError
 from tickloop.harness.jsonl import JsonlLog, MemoryLog, RecordLog, SessionError, private_dir, read_records
 from tickloop.harness.tools.base import ARGS_CAP, CallResult, CallStatus, cap, digest, unknown_result
+from tickloop.inert import inert
 from tickloop.models.base import ToolCall, Usage
 from tickloop.protocol.envelope import USER_SOURCE, Message, Source, is_time_step
 from tickloop.protocol.predicates import SessionView, TerminalStatus
@@ -249,11 +250,30 @@ class Session:
 
 def memory_session(session_id: str = "memory", *, clock: Clock | None = None) -> Session:
     """A session that lives only in memory (tests, embedders, benchmarks)."""
+    check_session_id(session_id)
     return Session(session_id=session_id, log=MemoryLog(), clock=clock or SystemClock())
+
+
+def check_session_id(session_id: str) -> str:
+    """``session_id`` unchanged, or ``SessionError`` if it holds a control or bidi character.
+
+    A newline, an escape or a right-to-left override in an id would break ``sessions list``, the chat
+    header and every line that names the session.
+    """
+    # str.isprintable() is False for C0/C1 controls, format characters (bidi overrides among them)
+    # and separators other than the ASCII space.
+    bad = next((c for c in session_id if not c.isprintable()), None)
+    if bad is not None:
+        raise SessionError(
+            f"invalid session id '{inert(session_id, keep_newlines=False)}': it holds the control "
+            f"character U+{ord(bad):04X}; a session id is printable text (letters, digits, '-', '.')"
+        )
+    return session_id
 
 
 def session_path(sessions_dir: Path, session_id: str) -> Path:
     """The file of ``session_id``; the name is escaped, so it always stays inside ``sessions_dir``."""
+    check_session_id(session_id)
     try:
         name = session_file_name(session_id)
     except LedgerError as exc:
@@ -267,6 +287,7 @@ def session_path(sessions_dir: Path, session_id: str) -> Path:
 def open_session(sessions_dir: Path, session_id: str, *, clock: Clock | None = None) -> Session:
     """Open (creating if needed) a session; a turn a crash left open gets an ``interrupted`` terminal."""
     clock = clock or SystemClock()
+    check_session_id(session_id)  # before any directory is made for it
     path = session_path(private_dir(sessions_dir), session_id)
     records = read_records(path) if path.exists() else []
     session = Session(session_id=session_id, log=JsonlLog(path), clock=clock)

@@ -6,7 +6,8 @@ timer, the ledger writes and the ``/tick`` command. Every decision leaves a ledg
 
 States follow ``tickloop.protocol.run``: armed -> waiting | scheduled; scheduled -> enqueued (the
 timer fired, the run generation matches and the whole predicate still holds on an identical state)
-or cancelled; enqueued -> scheduled | complete | stopped on the step's terminal.
+or cancelled (at once when a person's message is submitted, or when the timer finds the state
+changed); enqueued -> scheduled | complete | stopped on the step's terminal.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from tickloop.harness.tick_ledger import RECOVER_ORPHANED_RUN, LedgerSink, orpha
 from tickloop.harness.tick_options import TickOptions
 from tickloop.harness.timers import LoopTimers, TimerHandle, Timers
 from tickloop.protocol.command import ControlOp, TickControl, TickStart, parse_tick
-from tickloop.protocol.envelope import PLUGIN_NAME, time_step_message
+from tickloop.protocol.envelope import PLUGIN_NAME, Message, time_step_message
 from tickloop.protocol.ledger import (  # the rule ids live with the verifier's vocabulary
+    CANCEL_PERSON_MESSAGE,
     CANCEL_STATE_CHANGED,
     STOP_DISPOSED,
     STOP_INCONSISTENT,
@@ -69,6 +71,9 @@ class TickPlugin:
         self._token: Hashable = None  #: the agent state when the pending step was scheduled
         self._due: datetime | None = None
         self._enqueued = 0  #: steps of the current run enqueued so far
+        #: a person's message queued while the run waited for a turn: the next step is cancelled as
+        #: soon as it is scheduled (that message goes first, so the state will have changed)
+        self._person_queued = False
         self._last: str | None = None  #: one line about the most recent closed run, for /tick status
         self._spent = 0  #: tokens the current run's steps used (reported, or estimated when not)
         self._estimated = False  #: some of ``_spent`` is an estimate: the model reported no usage
@@ -147,6 +152,20 @@ class TickPlugin:
         budget = self.options.max_tokens_per_run
         return budget > 0 and self._spent > budget
 
+    def on_person_message(self, message: Message) -> None:  # noqa: ARG002  (any person's message counts)
+        """A person's message cancels a pending time step now: the cancel, the disposed timer, the stop.
+
+        While a turn runs (a step's, or the one an armed run waits for), the next step is cancelled
+        the moment it is scheduled: the message is queued ahead of it, so it could never be sent.
+        """
+        with self._guard():
+            if self._run is None:
+                return
+            if self._run.state is RunState.SCHEDULED:
+                self._cancel(CANCEL_PERSON_MESSAGE)
+            else:
+                self._person_queued = True
+
     def dispose(self) -> None:
         if self._run is not None:
             self._stop(STOP_DISPOSED)
@@ -212,7 +231,8 @@ class TickPlugin:
             target_count=view.time_steps + command.count,
             resume_allowed=command.resume,
         )
-        self._run, self._enqueued, self._spent, self._estimated = run, 0, 0, False
+        self._run, self._enqueued, self._person_queued = run, 0, False
+        self._spent, self._estimated = 0, False
         first = next_step(run, view)  # recorded here so a run that starts by waiting says so
         self._write_run(
             RecordType.LOOP_ARMED,
@@ -253,6 +273,9 @@ class TickPlugin:
             RecordType.TICK_SCHEDULED, step=self._enqueued + 1, rule=decision.rule, dueAt=utc_iso(self._due)
         )
         self._run = run.to(RunState.SCHEDULED)
+        if self._person_queued:
+            self._cancel(CANCEL_PERSON_MESSAGE)
+            return
         generation = self._generation
         self._timer = self.timers.call_later(delay, lambda: self._fire(generation))
 
@@ -304,7 +327,7 @@ class TickPlugin:
             f"last run {run.run_id} {final} ({rule}) after {self._enqueued} of {run.requested} steps, "
             f"policy {run.policy.id} sha256:{run.policy.time_step_sha256[:12]}"
         )
-        self._run, self._due, self._token = None, None, None
+        self._run, self._due, self._token, self._person_queued = None, None, None, False
         self._generation += 1
         self._require_host().changed()
 
@@ -320,6 +343,7 @@ class TickPlugin:
             if self._timer is not None:
                 self._timer.cancel()
             self._run, self._timer, self._due, self._token = None, None, None, None
+            self._person_queued = False
             self._generation += 1
             if self._host is not None:
                 self._host.notice(f"tick run abandoned: {exc!r}", error=True)

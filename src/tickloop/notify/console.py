@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TextIO
 
 from tickloop.clock import Clock, SystemClock, utc_iso
+from tickloop.inert import inert
 from tickloop.notify.base import DeliveryResult, one_line
 
 #: owner read/write only: notifications may quote goals, mail subjects and amounts.
@@ -35,8 +36,9 @@ class ConsoleChannel:
 
     def send(self, subject: str, body: str) -> DeliveryResult:
         stream = self._stream or sys.stdout
-        lines = [f"[{utc_iso(self._clock.now())}] {one_line(subject)}"]
-        lines += [f"    {line}" for line in body.splitlines()]
+        # Subjects and bodies quote mail subjects, titles and model output: inert on a terminal.
+        lines = [f"[{utc_iso(self._clock.now())}] {inert(one_line(subject), keep_newlines=False)}"]
+        lines += [f"    {inert(line)}" for line in body.splitlines()]
         try:
             stream.write("\n".join(lines) + "\n")
             stream.flush()

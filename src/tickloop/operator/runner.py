@@ -46,6 +46,7 @@ import msgspec
 
 from tickloop.clock import Clock, SystemClock, utc_iso
 from tickloop.config import Settings
+from tickloop.inert import inert
 from tickloop.operator.domain import NewProgress, Outcome
 
 if TYPE_CHECKING:
@@ -311,6 +312,7 @@ def _attempt(ctx: TickContext, guard: Guard) -> TickResult:
 
 def _stderr_log(clock: Clock) -> Callable[[str], None]:
     def log(line: str) -> None:
-        print(f"[{utc_iso(clock.now())}] {line}", file=sys.stderr, flush=True)  # noqa: T201  (the tick's log)
+        # A log line may quote model output, titles or source text: inert on a terminal.
+        print(f"[{utc_iso(clock.now())}] {inert(line, keep_newlines=False)}", file=sys.stderr, flush=True)  # noqa: T201
 
     return log

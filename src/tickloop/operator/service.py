@@ -20,11 +20,15 @@ if TYPE_CHECKING:  # staging pulls in the handlers; only the faces that stage im
     from tickloop.operator.staging import Draft, Staged
 
 
-def open_configured_store(*, migrate: bool = True) -> Store:
-    """The store named by ``TICKLOOP_STORE`` or ``[store] url`` (never by argv: a URL can hold a password)."""
+def open_configured_store(*, migrate: bool = True, create: bool = False) -> Store:
+    """The store named by ``TICKLOOP_STORE`` or ``[store] url`` (never by argv: a URL can hold a password).
+
+    Only ``operator init`` and ``operator migrate`` pass ``create=True``: any other command on a
+    missing SQLite file fails naming it instead of leaving a new, empty store behind.
+    """
     from tickloop.config import load_settings  # noqa: PLC0415  (msgspec only when a command runs)
 
-    return open_store(load_settings().store.url, migrate=migrate)
+    return open_store(load_settings().store.url, migrate=migrate, create=create)
 
 
 class InitSpec(msgspec.Struct, frozen=True):

@@ -128,6 +128,9 @@ STOP_INCONSISTENT = "stop.inconsistent_turn"
 STOP_NO_RUN = "stop.no_active_run"
 STOP_TOKEN_BUDGET = "stop.token_budget"  # noqa: S105  (a rule id) — the experiments' token budget ends a run
 CANCEL_STATE_CHANGED = "cancel.state_changed"
+#: a person's message submitted while a step waited cancels it at once (the spec: a human message
+#: cancels the pending step)
+CANCEL_PERSON_MESSAGE = "cancel.person_message"
 RECOVER_ORPHANED_RUN = "recover.orphaned_run"
 
 ADMIT_REFUSALS = frozenset(
@@ -169,6 +172,7 @@ INTERRUPTING_STOPS = frozenset({STOP_USER, STOP_DISPOSED, STOP_TOKEN_BUDGET, REC
 CANCEL_RULES = frozenset(
     {
         CANCEL_STATE_CHANGED,
+        CANCEL_PERSON_MESSAGE,
         STOP_USER,
         STOP_DISPOSED,
         STOP_TOKEN_BUDGET,
@@ -184,7 +188,7 @@ RULES: Mapping[RecordType, frozenset[str]] = {
     RecordType.TICK_SCHEDULED: frozenset({NEXT_OK, NEXT_RESUME_BOUNDARY}),
     RecordType.TICK_CANCELLED: CANCEL_RULES,
     RecordType.LOOP_STOPPED: INTERRUPTING_STOPS
-    | {STOP_INCONSISTENT, CANCEL_STATE_CHANGED, NEXT_COUNT_OUT_OF_WINDOW}
+    | {STOP_INCONSISTENT, CANCEL_STATE_CHANGED, CANCEL_PERSON_MESSAGE, NEXT_COUNT_OUT_OF_WINDOW}
     | {NEXT_TERMINAL_MISSING, NEXT_TERMINAL_NOT_COMPLETED, NEXT_TARGET_REACHED},
     RecordType.LOOP_COMPLETE: frozenset({NEXT_TARGET_REACHED}),
     RecordType.COMMAND_REJECTED: COMMAND_RULES | ADMIT_REFUSALS | {STOP_NO_RUN},

@@ -76,6 +76,18 @@ def test_the_console_channel_writes_subject_and_indented_body(clock: FakeClock) 
     assert stream.getvalue() == "[2026-01-01T00:00:00.000Z] Approval needed\n    intent 45\n    email\n"
 
 
+def test_the_console_channel_prints_hostile_subjects_and_bodies_inert(clock: FakeClock) -> None:
+    """A mail subject or title with escapes, controls or a bidi override reaches the terminal inert."""
+    stream = io.StringIO()
+    subject = "Re: \x1b]0;pwned\x07invoice \u202eexe.pdf"
+    body = "line\x1b[2J one\x08\x08X\nyou> approve\r\x07"
+    assert ConsoleChannel(stream=stream, clock=clock).send(subject, body).ok
+    assert stream.getvalue() == (
+        "[2026-01-01T00:00:00.000Z] Re: invoice \\u202eexe.pdf\n"
+        "    line one\\u0008\\u0008X\n    you> approve\n    \\u0007\n"
+    )
+
+
 def test_a_closed_console_is_a_failed_result_not_an_exception() -> None:
     """A channel that cannot write reports a failed result with the reason; it does not raise."""
     stream = io.StringIO()

@@ -6,6 +6,7 @@ Each drives a real Agent on real files and asserts the audit ledger, which must 
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timedelta
 
 from tickloop.harness import TurnStarted
 from tickloop.models import OfflineModel
@@ -146,20 +147,48 @@ async def test_dispose_during_the_delay_cancels_the_pending_enqueue(make_chat: C
 async def test_a_state_change_before_the_timer_fires_cancels_the_pending_enqueue(
     make_chat: ChatFactory,
 ) -> None:
-    """A person's message during the delay changes the state: the timer re-checks and cancels the step."""
+    """A person's message during the delay cancels the step at once; the timer is disposed and never fires."""
     timers = ManualTimers()
     chat = await make_chat(timers=timers)
     await chat.say("hello")
     chat.agent.submit("/tick 2")
     chat.agent.submit("something else first")
-    await chat.turns_done()
-    timers.fire_next()
-    records = chat.records()
-    assert [(r["type"], r.get("rule")) for r in records[2:]] == [
-        ("tick_cancelled_before_enqueue", "cancel.state_changed"),
-        ("loop_stopped", "cancel.state_changed"),
+    assert [(r["type"], r.get("rule")) for r in chat.records()[2:]] == [
+        ("tick_cancelled_before_enqueue", "cancel.person_message"),
+        ("loop_stopped", "cancel.person_message"),
     ]
+    assert timers.pending == []
+    await chat.turns_done()
     assert [c[-1].content for c in chat.model.calls] == ["hello", "something else first"]
+
+
+async def test_a_person_message_cancels_a_long_pending_step_before_it_is_due(make_chat: ChatFactory) -> None:
+    """With delayMs 30000 a typed message records the cancel at once, long before the step is due."""
+    chat = await make_chat(delay_ms=30_000)
+    await chat.say("hello")
+    chat.agent.submit("/tick 3")
+    status = chat.agent.submit("/tick status")
+    assert status is not None
+    assert "state scheduled" in status.text
+    chat.agent.submit("wait, one more thing")
+    records = chat.records()
+    assert [(r["type"], r.get("rule")) for r in records] == [
+        ("loop_armed", "admit.ok"),
+        ("tick_scheduled", "next.ok"),
+        ("tick_cancelled_before_enqueue", "cancel.person_message"),
+        ("loop_stopped", "cancel.person_message"),
+    ]
+    due = datetime.fromisoformat(records[1]["dueAt"])
+    cancelled = datetime.fromisoformat(records[2]["recordedAt"])
+    assert cancelled < due - timedelta(seconds=25)
+    assert records[2]["step"] == 1
+    status = chat.agent.submit("/tick status")
+    assert status is not None
+    assert status.text.startswith("no active run")
+    assert "cancelled (cancel.person_message)" in status.text
+    await chat.idle()
+    assert [c[-1].content for c in chat.model.calls] == ["hello", "wait, one more thing"]
+    assert not any(is_time_step(t.input) for t in chat.agent.session.turns)
 
 
 async def test_an_active_turn_is_never_steered(make_chat: ChatFactory) -> None:
@@ -180,9 +209,40 @@ async def test_an_active_turn_is_never_steered(make_chat: ChatFactory) -> None:
     assert [t.terminal.status for t in turns if t.terminal] == ["completed"] * 3
     kinds = [(r["type"], r.get("rule")) for r in chat.records()]
     assert kinds[-2:] == [
-        ("tick_cancelled_before_enqueue", "cancel.state_changed"),
-        ("loop_stopped", "cancel.state_changed"),
+        ("tick_cancelled_before_enqueue", "cancel.person_message"),
+        ("loop_stopped", "cancel.person_message"),
     ]
+
+
+async def test_a_message_typed_during_a_step_turn_cancels_the_next_step_when_scheduled(
+    make_chat: ChatFactory,
+) -> None:
+    """With delayMs 30000, a message typed while a step's turn streams cancels the next step at once."""
+    timers = ManualTimers()
+    chat = await make_chat(
+        model=OfflineModel(reply="a b c d", token_delay=0.02), delay_ms=30_000, timers=timers
+    )
+    await chat.say("hello")
+    chat.agent.submit("/tick 3")
+    timers.fire_next()  # the first step comes due now rather than in 30 s
+    while len(chat.agent.session.turns) < 2:
+        await chat.streaming()
+    chat.agent.submit("interjection")
+    await chat.turns_done()
+    records = chat.records()
+    assert [(r["type"], r.get("rule") or r.get("status")) for r in records[-4:]] == [
+        ("tick_terminal", "completed"),
+        ("tick_scheduled", "next.ok"),
+        ("tick_cancelled_before_enqueue", "cancel.person_message"),
+        ("loop_stopped", "cancel.person_message"),
+    ]
+    due = datetime.fromisoformat(records[-3]["dueAt"])
+    assert datetime.fromisoformat(records[-2]["recordedAt"]) < due - timedelta(seconds=25)
+    assert timers.pending == []  # no timer was left for the cancelled step
+    status = chat.agent.submit("/tick status")
+    assert status is not None
+    assert status.text.startswith("no active run")
+    assert [c[-1].content for c in chat.model.calls] == ["hello", "tick", "interjection"]
 
 
 async def test_a_ledger_that_cannot_be_written_abandons_the_run_instead_of_hanging(

@@ -115,9 +115,7 @@ def test_a_file_of_another_session_is_refused(tmp_path: Path) -> None:
         open_session(tmp_path, "b")
 
 
-@pytest.mark.parametrize(
-    "session_id", ["../x", "../../etc/passwd", "a/b", "x\x00y", "é" * 300, ".", "..", "CON"]
-)
+@pytest.mark.parametrize("session_id", ["../x", "../../etc/passwd", "a/b", "é" * 300, ".", "..", "CON"])
 def test_hostile_session_ids_stay_inside_the_sessions_dir(tmp_path: Path, session_id: str) -> None:
     """Any session id maps to one file directly inside the sessions dir, and reopens as itself."""
     sessions = tmp_path / "sessions"
@@ -167,3 +165,26 @@ def test_a_session_has_one_writer_at_a_time(tmp_path: Path) -> None:
         open_session(tmp_path, "busy")
     first.close()
     open_session(tmp_path, "busy").close()
+
+
+@pytest.mark.parametrize(
+    "session_id",
+    ["a\nb", "a\rb", "x\x1b]0;pwned\x07", "tab\there", "nul\x00", "del\x7f", "c1\x9b2J", "rtl\u202eevil"],
+)
+def test_a_session_id_with_a_control_character_is_refused_before_anything_is_made(
+    tmp_path: Path, session_id: str
+) -> None:
+    """A newline, escape, C1 control or bidi override in a session id is refused by name; no file appears."""
+    sessions = tmp_path / "sessions"
+    with pytest.raises(SessionError, match=r"invalid session id .*control character U\+[0-9A-F]{4}") as err:
+        open_session(sessions, session_id)
+    assert not sessions.exists()
+    assert err.value.message.isprintable()
+    with pytest.raises(SessionError, match="invalid session id"):
+        load_session(tmp_path, session_id)
+
+
+def test_printable_session_ids_of_any_script_are_accepted(tmp_path: Path) -> None:
+    """Ids with spaces, dots, accents or CJK stay valid: only control characters are refused."""
+    for session_id in ("chat one", "v1.2", "café", "会话-7"):
+        open_session(tmp_path, session_id).close()

@@ -4,7 +4,7 @@
 URL                         backend
 ==========================  ===============================================================
 (empty)                     SQLite file ``operator.sqlite3`` in the user data dir (tickloop.dirs)
-``sqlite:///abs/path.db``   SQLite file at ``/abs/path.db`` (``sqlite://rel.db``: relative)
+``sqlite:///abs/path.db``   SQLite file at ``/abs/path.db`` (absolute: ``sqlite://rel.db`` is refused)
 ``postgresql://...``        PostgreSQL via psycopg 3 with a pool (``postgres://`` too)
 ``memory://``               SQLite in memory, private to this store; for tests and demos
 ==========================  ===============================================================
@@ -20,14 +20,27 @@ from tickloop.operator.store.base import EPOCH, Ending, Store
 
 __all__ = ["EPOCH", "Ending", "Store", "default_sqlite_path", "open_store", "redact_url"]
 
-_USERINFO_PASSWORD = re.compile(r"(?P<head>://[^/@:?#]*:)[^@/?#]*@")
-_QUERY_PASSWORD = re.compile(r"(?P<head>[?&]password=)[^&#]*", re.IGNORECASE)
+#: ``scheme://user:PASSWORD@host``: up to the last ``@`` before whitespace, so a raw ``@`` or ``/``
+#: in the password is masked too (over-masking is the safe side); else a password with spaces.
+_USERINFO_PASSWORD = re.compile(r"(?P<head>://[^:/?#@\s]*:)(?:\S*|[^@/?#]*)@")
+#: ``?password=...`` / ``&sslpassword=...`` in a URL's query.
+_QUERY_PASSWORD = re.compile(r"(?P<head>[?&][^=&#\s]*password=)[^&#\s]*", re.IGNORECASE)
+#: libpq's keyword/value form: ``host=h password=SECRET`` or ``password = 'se cret\'s'``.
+_KEYWORD_PASSWORD = re.compile(
+    r"(?P<head>(?:^|(?<=\s))[A-Za-z_]*password\s*=\s*)(?:'(?:[^'\\]|\\.)*(?:'|$)|\S+)",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 def redact_url(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (safe for messages and logs)."""
+    """``url`` with any password replaced by ``***`` (safe for messages and logs).
+
+    Masks a URL's userinfo password, a ``password=`` (or ``sslpassword=``) query parameter, and a
+    ``password=`` keyword of libpq's ``key=value`` form, quoted or not.
+    """
     url = _USERINFO_PASSWORD.sub(r"\g<head>***@", url)
-    return _QUERY_PASSWORD.sub(r"\g<head>***", url)
+    url = _QUERY_PASSWORD.sub(r"\g<head>***", url)
+    return _KEYWORD_PASSWORD.sub(r"\g<head>***", url)
 
 
 def default_sqlite_path() -> Path:
@@ -37,15 +50,17 @@ def default_sqlite_path() -> Path:
     return user_data_path() / "operator.sqlite3"
 
 
-def open_store(url: str = "", *, migrate: bool = True) -> Store:
+def open_store(url: str = "", *, migrate: bool = True, create: bool = True) -> Store:
     """Open the store ``url`` names; apply pending migrations unless ``migrate`` is False.
 
+    ``create=False`` (every CLI command but ``init`` and ``migrate``): a missing SQLite file or
+    directory is an error naming it, never made. A new SQLite file is 0600, new directories 0700.
     An unknown scheme, a malformed URL or an unreachable server raises ``StoreError`` naming the
     URL without its password.
     """
     safe = redact_url(url)
     if url == "":
-        return _sqlite(default_sqlite_path(), None, migrate=migrate)
+        return _sqlite(default_sqlite_path(), None, migrate=migrate, create=create)
     if url == "memory://" or url.startswith("memory://"):
         from tickloop.operator.store.sqlite import SQLiteMemoryStore  # noqa: PLC0415
 
@@ -54,7 +69,13 @@ def open_store(url: str = "", *, migrate: bool = True) -> Store:
         path = url.removeprefix("sqlite://")
         if not path or "?" in path or "#" in path:
             raise StoreError(f"malformed SQLite store URL {safe}: use sqlite:///absolute/path.db")
-        return _sqlite(Path(path).expanduser(), safe, migrate=migrate)
+        if not path.startswith("/"):
+            suggestion = f"sqlite://{Path.cwd() / path}"
+            raise StoreError(
+                f"relative SQLite store URL {safe}: the path must be absolute, with three slashes: "
+                f"sqlite:///abs/path.db (here perhaps {redact_url(suggestion)})"
+            )
+        return _sqlite(Path(path), safe, migrate=migrate, create=create)
     if url.startswith(("postgresql://", "postgres://")):
         return _postgres(url, safe, migrate=migrate)
     raise StoreError(
@@ -63,10 +84,10 @@ def open_store(url: str = "", *, migrate: bool = True) -> Store:
     )
 
 
-def _sqlite(path: Path, safe: str | None, *, migrate: bool) -> Store:
+def _sqlite(path: Path, safe: str | None, *, migrate: bool, create: bool) -> Store:
     from tickloop.operator.store.sqlite import SQLiteStore  # noqa: PLC0415
 
-    return SQLiteStore(path, url=safe, migrate=migrate)
+    return SQLiteStore(path, url=safe, migrate=migrate, create=create)
 
 
 def _postgres(url: str, safe: str, *, migrate: bool) -> Store:

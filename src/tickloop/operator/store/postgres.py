@@ -73,7 +73,7 @@ class PostgresStore(SqlStore):
                 with conn.transaction():
                     yield Tx(conn, self._queries, _same, _translate)
         except (psycopg.OperationalError, PoolTimeout) as exc:
-            raise StoreError(f"PostgreSQL store {self.url}: {exc}") from None
+            raise StoreError(f"PostgreSQL store {self.url}: {_redacted(exc)}") from None
 
     def _write(self) -> AbstractContextManager[Tx]:
         # READ COMMITTED is enough: every write is a conditional UPDATE whose WHERE PostgreSQL
@@ -126,7 +126,8 @@ class PostgresStore(SqlStore):
                     cur.execute(sql.encode("utf-8"))
                 except psycopg.Error as exc:
                     raise StoreError(
-                        f"PostgreSQL store {self.url}: migration {version:04d}_{name} failed: {exc}"
+                        f"PostgreSQL store {self.url}: migration {version:04d}_{name} failed: "
+                        f"{_redacted(exc)}"
                     ) from None
                 conn.execute("INSERT INTO tickloop_migrations VALUES (%s, %s, now())", (version, name))
                 applied.append(version)
@@ -163,6 +164,13 @@ class PostgresStore(SqlStore):
             finally:
                 if held:
                     tx.one("drop_tick_lock", profile=profile, tick_kind=tick_kind)
+
+
+def _redacted(exc: BaseException) -> str:
+    """An exception's text with any password masked (a driver may quote connection parameters)."""
+    from tickloop.operator.store import redact_url  # noqa: PLC0415  (the package imports this module lazily)
+
+    return redact_url(str(exc))
 
 
 def _probe(conninfo: str, url: str, timeout: float) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import sqlite3
@@ -34,6 +35,7 @@ class SQLiteStore(SqlStore):
         url: str | None = None,
         migrate: bool = True,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        create: bool = True,
     ) -> None:
         self.url = url or f"sqlite://{path}"
         self.path = path
@@ -41,16 +43,25 @@ class SQLiteStore(SqlStore):
         self._queries = load_queries("sqlite")
         # One connection per store; the lock keeps a threaded caller from interleaving transactions.
         self._lock = threading.RLock()
+        if create:
+            _create_private(path, self.url)
+        elif not path.is_file():
+            raise StoreError(_missing(path, self.url))
         self._conn = self._connect(path)
         if migrate:
             self.migrate()
 
     def _connect(self, path: Path) -> sqlite3.Connection:
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            # mode=rw: the file exists by now (made 0600 above); connecting never creates one, so a
+            # file removed meanwhile is an error rather than a new, empty, world-readable store.
             # isolation_level=None: we issue BEGIN ourselves, so every write can be BEGIN IMMEDIATE.
             conn = sqlite3.connect(
-                path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout_ms / 1000
+                f"{path.absolute().as_uri()}?mode=rw",
+                uri=True,
+                isolation_level=None,
+                check_same_thread=False,
+                timeout=self.busy_timeout_ms / 1000,
             )
             conn.row_factory = sqlite3.Row
             # WAL: readers never block the writer and the writer never blocks readers, so a monitor
@@ -238,6 +249,43 @@ class SQLiteStore(SqlStore):
             return (
                 int(tx.run("reclaim_tick_lock", profile=profile, tick_kind=tick_kind, dead_owner=owner)) == 1
             )
+
+
+def _missing(path: Path, url: str) -> str:
+    """Which part of a store's path is missing, and the commands that create it."""
+    where = f"the file {path} does not exist"
+    if not path.parent.is_dir():
+        missing = path.parent
+        while not missing.parent.is_dir() and missing.parent != missing:
+            missing = missing.parent
+        where = f"the directory {missing} does not exist"
+    elif path.exists():
+        where = f"{path} is not a regular file"
+    return (
+        f"no SQLite store at {url}: {where}; create it with `tickloop operator init` "
+        "(or `tickloop operator migrate`)"
+    )
+
+
+def _create_private(path: Path, url: str) -> None:
+    """Make the store's missing directories (0700) and its file (0600); an existing one is kept."""
+    try:
+        missing = []
+        parent = path.parent
+        while not parent.exists():
+            missing.append(parent)
+            parent = parent.parent
+        for directory in reversed(missing):
+            with contextlib.suppress(FileExistsError):  # another process made it meanwhile
+                directory.mkdir(mode=0o700)
+                directory.chmod(0o700)  # mkdir's mode is cut by the umask; never widened by it
+        # The WAL and shared-memory files SQLite makes later take this file's mode.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        os.close(fd)
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise StoreError(f"cannot create SQLite store {url}: {exc}") from None
 
 
 def split_script(sql: str) -> list[str]:
