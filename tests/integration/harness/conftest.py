@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tickloop.audit import read_ledger, session_file_name, verify_file
+from tickloop.clock import Clock
 from tickloop.harness import Agent, AgentEvent, TextStreamed, TickOptions, TickPlugin, open_chat_agent
 from tickloop.harness.timers import Timers
 from tickloop.models import OfflineModel
@@ -94,12 +95,18 @@ async def make_chat(tmp_path: Path) -> AsyncIterator[ChatFactory]:
         tick: bool = True,
         policies: dict[str, str] | None = None,
         session_id: str = "s1",
+        clock: Clock | None = None,
     ) -> Chat:
         config = {"delayMs": delay_ms, "auditDir": str(tmp_path / "audit"), "policies": policies or {}}
         options = TickOptions.from_mapping(config) if tick else None
         model = model or OfflineModel()
         agent = open_chat_agent(
-            model, sessions_dir=tmp_path / "sessions", session_id=session_id, tick=options, timers=timers
+            model,
+            sessions_dir=tmp_path / "sessions",
+            session_id=session_id,
+            tick=options,
+            timers=timers,
+            clock=clock,
         )
         chat = Chat(agent, model, tmp_path / "audit" / session_file_name(session_id))
         agent.subscribe(chat.on_event)

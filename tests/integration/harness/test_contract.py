@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from tickloop.harness import TurnStarted
 from tickloop.models import OfflineModel
 from tickloop.protocol.envelope import is_time_step
+from tickloop.testing import FakeClock
 from tickloop.testing.harness import ManualTimers
 
 from .conftest import ChatFactory
@@ -218,13 +219,14 @@ async def test_a_message_typed_during_a_step_turn_cancels_the_next_step_when_sch
     make_chat: ChatFactory,
 ) -> None:
     """With delayMs 30000, a message typed while a step's turn streams cancels the next step at once."""
-    timers = ManualTimers()
+    timers, clock = ManualTimers(), FakeClock()
     chat = await make_chat(
-        model=OfflineModel(reply="a b c d", token_delay=0.02), delay_ms=30_000, timers=timers
+        model=OfflineModel(reply="a b c d", token_delay=0.02), delay_ms=30_000, timers=timers, clock=clock
     )
     await chat.say("hello")
     chat.agent.submit("/tick 3")
-    timers.fire_next()  # the first step comes due now rather than in 30 s
+    clock.advance(30)  # the first step's delay passes on the fake clock; its timer fires
+    timers.fire_next()
     while len(chat.agent.session.turns) < 2:
         await chat.streaming()
     chat.agent.submit("interjection")
