@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from tickloop.models.grammar import GRAMMAR_MAX_LENGTH, grammar_schema, string_pattern
 from tickloop.models.structured import schema_for
-from tickloop.operator.schemas import ActionIntentOut, ReviewOut
+from tickloop.operator.handlers import HANDLERS
+from tickloop.operator.schemas import NOTHING_TO_DO, RECIPIENT_PATTERN, ActionIntentOut, ReviewOut
 
 
 def test_an_optional_bounded_number_is_left_out_and_the_callers_schema_is_untouched() -> None:
@@ -25,7 +26,7 @@ def test_an_optional_bounded_number_is_left_out_and_the_callers_schema_is_untouc
     assert "amount" not in narrowed["properties"]
     assert "amount" not in narrowed["$defs"]["ActionIntentOut"]["properties"]
     assert narrowed["additionalProperties"] is False
-    assert narrowed["required"] == ["actionType", "title"]
+    assert narrowed["required"] == ["actionType", "title", "recipient", "body"]
     assert set(narrowed["properties"]) == set(schema["properties"]) - {"amount"}
     assert schema == before
 
@@ -94,7 +95,15 @@ def test_every_free_text_string_of_an_action_intent_gets_the_pattern() -> None:
     narrowed = grammar_schema(schema_for(ActionIntentOut))["properties"]
     assert narrowed["title"]["pattern"] == string_pattern(1, GRAMMAR_MAX_LENGTH)
     assert narrowed["rationale"]["pattern"] == string_pattern(0, GRAMMAR_MAX_LENGTH)
-    assert narrowed["actionType"]["pattern"] == "^[a-z][a-z0-9_]{0,39}$"
+    assert narrowed["recipient"]["pattern"] == RECIPIENT_PATTERN
+
+
+def test_the_action_type_is_written_as_one_of_the_registered_handler_types() -> None:
+    """The grammar sees the action type as the enum of handler types (and none), not a free pattern,
+    so a constrained model can only propose an action the executor knows."""
+    narrowed = grammar_schema(schema_for(ActionIntentOut))["properties"]["actionType"]
+    assert narrowed["enum"] == [*HANDLERS, NOTHING_TO_DO]
+    assert "pattern" not in narrowed
 
 
 @given(st.from_regex(string_pattern(0, GRAMMAR_MAX_LENGTH), fullmatch=True))
