@@ -39,9 +39,13 @@ _STRUCT = {"frozen": True, "forbid_unknown_fields": True, "rename": "camel", "kw
 #: The fast tick's "nothing to do now": recorded as a ``noop`` row with its rationale, never staged.
 #: Asking the person something is a ``message`` intent (external: the gate holds it for approval).
 NOTHING_TO_DO = "none"
-#: What a model may propose: the registered handler types, and ``none``. The schema's ``enum`` is how a
-#: grammar-constrained server steers the model to an action the executor can run.
-ACTION_TYPES: tuple[str, ...] = (*HANDLERS, NOTHING_TO_DO)
+#: Handler types a model's answer cannot carry a runnable payload for: ``workspace_task`` needs an
+#: ``argv`` that ``ActionIntentOut`` has no field for, so such an intent could never run. A person
+#: stages one with ``tickloop operator intents add``.
+NOT_PROPOSABLE = frozenset({"workspace_task"})
+#: What a model may propose: the registered handler types (less ``NOT_PROPOSABLE``), and ``none``. The
+#: schema's ``enum`` is how a grammar-constrained server steers the model to an action that can run.
+ACTION_TYPES: tuple[str, ...] = (*(kind for kind in HANDLERS if kind not in NOT_PROPOSABLE), NOTHING_TO_DO)
 ActionType = Annotated[
     str,
     msgspec.Meta(

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tickloop.models.grammar import GRAMMAR_MAX_LENGTH, grammar_schema, string_pattern
 from tickloop.models.structured import schema_for
 from tickloop.operator.handlers import HANDLERS
-from tickloop.operator.schemas import NOTHING_TO_DO, RECIPIENT_PATTERN, ActionIntentOut, ReviewOut
+from tickloop.operator.schemas import NOT_PROPOSABLE, NOTHING_TO_DO, RECIPIENT_PATTERN, ActionIntentOut, ReviewOut
 
 
 def test_an_optional_bounded_number_is_left_out_and_the_callers_schema_is_untouched() -> None:
@@ -102,7 +102,7 @@ def test_the_action_type_is_written_as_one_of_the_registered_handler_types() -> 
     """The grammar sees the action type as the enum of handler types (and none), not a free pattern,
     so a constrained model can only propose an action the executor knows."""
     narrowed = grammar_schema(schema_for(ActionIntentOut))["properties"]["actionType"]
-    assert narrowed["enum"] == [*HANDLERS, NOTHING_TO_DO]
+    assert narrowed["enum"] == [*(k for k in HANDLERS if k not in NOT_PROPOSABLE), NOTHING_TO_DO]
     assert "pattern" not in narrowed
 
 

@@ -312,8 +312,6 @@ GATE_TABLE = [
      IntentStatus.REQUIRES_APPROVAL, "gate.money"),
     ({**action("note", "n"), "actionType": "message"}, {"gate": {"block": ["message"]}}, False,
      Outcome.GATE_STOP, IntentStatus.BLOCKED, "gate.block_list"),
-    (action("workspace_task", "make"), {}, False, Outcome.GATE_STOP,
-     IntentStatus.REQUIRES_APPROVAL, "gate.external_or_irreversible"),
 ]  # fmt: skip
 
 
