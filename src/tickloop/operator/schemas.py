@@ -57,8 +57,12 @@ ActionType = Annotated[
 #: Who an action is for, in the shapes the handlers validate: empty (note, research, ...), one email
 #: address (email; ``validate_recipient`` checks it fully), or a notify channel's name (message) or a
 #: person's handle (draft_prep). Spaces, quotes and a second address cannot be written.
+#: Plain groups only: llama-cpp-python's pattern converter refuses ``(?:`` and then drops the whole
+#: grammar for plain JSON, silently (SmolLM2 then wrote keys the schema forbids). No ``\.`` either:
+#: the converter copies it into a GBNF literal, where it is not an escape, and llama.cpp's parser
+#: fails (the server then crashed with SIGSEGV); ``[.]`` says the same.
 RECIPIENT_PATTERN = (
-    r"^(?:|[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){1,8}|[A-Za-z0-9_.-]{1,64})$"
+    r"^([A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}([.][A-Za-z0-9-]{1,63}){1,8}|[A-Za-z0-9_.-]{1,64})?$"
 )
 Recipient = Annotated[str, msgspec.Meta(pattern=RECIPIENT_PATTERN, max_length=320)]
 Title = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]

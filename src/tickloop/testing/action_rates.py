@@ -139,6 +139,7 @@ def measure(
     *,
     store_url: str = "memory://",
     log: Callable[[str], None] = lambda _: None,
+    on_tick: Callable[[TickVerdict], None] = lambda _: None,
 ) -> Rates:
     """One real fast tick per scenario, each in its own profile of one store; the three rates."""
     settings = load_settings({}, None)
@@ -150,6 +151,7 @@ def measure(
             seed(store, profile, scenario, now - timedelta(minutes=1))
             run_tick("fast", store=store, profile=profile, settings=settings, env={}, log=log, model=model)
             verdicts.append(judge(store, profile, scenario.goal, Path(tmp)))
+            on_tick(verdicts[-1])
     return Rates(tuple(verdicts))
 
 
