@@ -60,7 +60,8 @@ class OpenAICompatModel:
     later: a chat session does, for its lifetime, whatever the host.
     ``timeout_s`` bounds every wait on the server (connecting, the response headers and each read
     while streaming), so a stalled stream fails within it; a long answer that keeps streaming is
-    never cut off by ``stream()``. ``complete()`` bounds the whole answer by it too. ``connect_timeout_s`` (default ``min(timeout_s, 10)``) bounds the TCP connect.
+    never cut off by ``stream()``; ``complete()`` bounds the whole answer by it too.
+    ``connect_timeout_s`` (default ``min(timeout_s, 10)``) bounds the TCP connect.
     """
 
     def __init__(
