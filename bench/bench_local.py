@@ -24,6 +24,11 @@
    its CPU time split into the interpreter (``python -c pass``), tickloop's imports, the SDK's
    imports (openai, done lazily by the first call) and the call itself. CPU is the client process's
    only; the server's work is the model's, not ours.
+4. Twenty real fast ticks (``bench.action_rates``) over varied goals and boards, with and
+   without the grammar side by side: schema-valid, known action type (a registered handler runs
+   it), executable or correctly gated (``ready`` and its handler accepts it dry, or waiting at
+   ``requires_approval`` for an external or spend type). Target: >= 80% known and executable-or-gated
+   with the grammar; the rates without it are the baseline.
 3. How often the fast tick's action intent is schema-valid JSON with the grammar constraint
    (``responseFormat = "json_object_schema"``, the schema compiled to a grammar by the server) and
    without it (``"none"``), over the same varied goals as the ``local_model`` fast-tick test. The
@@ -48,6 +53,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench._util import report
+from bench.action_rates import SCENARIOS, measure
 from bench.structured_load import GOALS, IntentRate, intent_rate
 from tickloop.models import ChatMessage, OpenAICompatModel, TextDelta
 from tickloop.models.local_server import INSTALL_HINT, MODEL_ALIAS, missing_parts, running
@@ -282,6 +288,37 @@ def _structured(base_url: str, runs: int) -> None:
     )  # fmt: skip
 
 
+def _action_rates(base_url: str, runs: int) -> None:
+    """The three rates of real fast ticks (``bench.action_rates``), with the grammar and
+    without it (the baseline), side by side; each tick asks for its default 384 tokens."""
+    rates = {}
+    for response_format in ("json_object_schema", "none"):
+        model = OpenAICompatModel(
+            "local", base_url=base_url, model=MODEL_ALIAS, temperature=0, timeout_s=300,
+            response_format=response_format,
+        )  # fmt: skip
+        rates[response_format] = measure(model, SCENARIOS[:runs])
+    grammar, free = rates["json_object_schema"], rates["none"]
+    print(f"{runs} real fast ticks (varied goals and boards, temperature 0), one round:")
+    print(f"  {'':<22} {'with the grammar':>18} {'without':>10}")
+    for label, attribute in (
+        ("schema-valid", "schema_valid"),
+        ("known action type", "known_type"),
+        ("executable-or-gated", "executable_or_gated"),
+    ):
+        print(f"  {label:<22} {getattr(grammar, attribute):>18.0%} {getattr(free, attribute):>10.0%}")
+    for line in grammar.misses():
+        print(f"  missed with the grammar: {line}")
+    report(
+        "local model: known action type, grammar vs not", grammar.known_type * 100,
+        free.known_type * 100, unit="%", target=">= 80% with the grammar",
+    )  # fmt: skip
+    report(
+        "local model: executable-or-gated, grammar vs not", grammar.executable_or_gated * 100,
+        free.executable_or_gated * 100, unit="%", target=">= 80% with the grammar",
+    )  # fmt: skip
+
+
 def run(quick: bool) -> None:  # noqa: FBT001  (the bench runner's signature)
     missing = missing_parts()
     if missing:
@@ -294,3 +331,4 @@ def run(quick: bool) -> None:  # noqa: FBT001  (the bench runner's signature)
         _streaming(server.base_url, 10 if quick else 40, 20 if quick else 60, 4 if quick else 12)
         _cold_start(server.base_url, 3 if quick else 7)
         _structured(server.base_url, 5 if quick else len(GOALS))
+        _action_rates(server.base_url, 5 if quick else len(SCENARIOS))

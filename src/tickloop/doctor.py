@@ -11,6 +11,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -29,6 +30,8 @@ class Finding:
     ok: bool
     detail: str
     fix: str = ""
+    #: not checked, because an earlier check failed (shown as such; not a problem of its own)
+    skipped: bool = False
 
 
 def run_checks(env: Mapping[str, str], *, now: datetime, send_test: bool = False) -> list[Finding]:
@@ -39,7 +42,7 @@ def run_checks(env: Mapping[str, str], *, now: datetime, send_test: bool = False
         return [Finding("config", ok=False, detail=str(exc), fix="fix the file or variable it names")]
     findings = [Finding("config", ok=True, detail="settings load")]
     findings += _sections(settings)
-    findings += _store(now)
+    findings += _store(settings, now)
     findings += _model(settings, env)
     findings += _channels(settings, env, send_test=send_test)
     findings.append(_dry_run(env))
@@ -84,33 +87,89 @@ def _sections(settings: Settings) -> list[Finding]:
     ]
 
 
-def _store(now: datetime) -> list[Finding]:
-    from tickloop.operator.service import open_configured_store  # noqa: PLC0415
-    from tickloop.operator.store._sql import migrations  # noqa: PLC0415
+#: the one fix for a store whose schema is behind (a fresh machine: no schema at all)
+MIGRATE_FIX = "run `tickloop operator migrate`"
 
+
+def _store(settings: Settings, now: datetime) -> list[Finding]:
+    """Reachable, migrated, and each profile's clock and goal. Never writes: a missing SQLite file
+    is not created (nor its folder), an existing one is read without WAL side files, and a schema
+    that is behind is one failed check ("migrations pending") with the profiles left unchecked."""
+    from tickloop.operator.store import open_store, redact_url  # noqa: PLC0415
+
+    url = settings.store.url
     fix = "set TICKLOOP_STORE (sqlite:///path or postgresql://...) and check the server is up"
+    dialect = "postgres" if url.startswith(("postgresql://", "postgres://")) else "sqlite"
     try:
-        store = open_configured_store(migrate=False)
+        if dialect == "sqlite" and not url.startswith("memory://"):
+            path, current = _sqlite_version(url)
+            shown = redact_url(url) if url else f"sqlite://{path}"
+            seen = f"{shown} reachable" if path.exists() else f"{shown}: no database file yet"
+            found = [Finding("store", ok=True, detail=seen)]
+        else:
+            store = open_store(url, migrate=False)
+            with store:
+                current = store.schema_version()
+            found = [Finding("store", ok=True, detail=f"{store.url} reachable")]
     except Exception as exc:  # noqa: BLE001
         return [Finding("store", ok=False, detail=str(exc), fix=fix)]
-    with store:
-        dialect = "postgres" if store.url.startswith("postgres") else "sqlite"
-        latest = max((v for v, _, _ in migrations(dialect)), default=0)
-        current = store.schema_version()
-        found = [Finding("store", ok=True, detail=f"{store.url} reachable")]
-        pending = current < latest
+    latest = _latest_migration(dialect)
+    if current < latest:
+        detail = f"migrations pending: schema {current} of {latest}"
+        found.append(Finding("migrations", ok=False, detail=detail, fix=MIGRATE_FIX))
         found.append(
-            Finding(
-                "migrations",
-                ok=not pending,
-                detail=f"schema {current} of {latest}",
-                fix="run `tickloop operator migrate`" if pending else "",
-            )
+            Finding("profiles", ok=True, detail="not checked until the store is migrated", skipped=True)
         )
-        found += [_profile(store, p.name, p.timezone, now) for p in store.list_profiles()] or [
+        return found
+    found.append(Finding("migrations", ok=True, detail=f"schema {current} of {latest}"))
+    try:
+        return found + _profiles(url, now)
+    except Exception as exc:  # noqa: BLE001  (a doctor reports every problem, it never crashes)
+        return [*found, Finding("profiles", ok=False, detail=f"{type(exc).__name__}: {exc}", fix=fix)]
+
+
+def _latest_migration(dialect: str) -> int:
+    from tickloop.operator.store._sql import migrations  # noqa: PLC0415
+
+    return max((v for v, _, _ in migrations(dialect)), default=0)
+
+
+def _sqlite_version(url: str) -> tuple[Path, int]:
+    """The SQLite file a URL names and its schema version, read-only (0: no file or no schema)."""
+    import sqlite3  # noqa: PLC0415
+    from urllib.parse import quote  # noqa: PLC0415
+
+    from tickloop.errors import StoreError  # noqa: PLC0415
+    from tickloop.operator.store import default_sqlite_path  # noqa: PLC0415
+
+    raw = url.removeprefix("sqlite://")
+    if url and (not raw or "?" in raw or "#" in raw):
+        raise StoreError(f"malformed SQLite store URL {url}: use sqlite:///absolute/path.db")
+    path = Path(raw).expanduser() if url else default_sqlite_path()
+    if not path.exists():
+        return path, 0
+    # No WAL file: everything is in the main file, read as immutable (no -shm/-wal left behind, as
+    # even mode=ro leaves). A WAL file: a store is open, its side files exist, read them too.
+    mode = "mode=ro" if path.with_name(path.name + "-wal").exists() else "immutable=1"
+    conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?{mode}", uri=True)
+    try:
+        row = conn.execute("SELECT MAX(version) FROM tickloop_migrations").fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return path, 0
+        raise StoreError(f"cannot read SQLite store {url or path}: {exc}") from None
+    finally:
+        conn.close()
+    return path, int(row[0] or 0)
+
+
+def _profiles(url: str, now: datetime) -> list[Finding]:
+    from tickloop.operator.store import open_store  # noqa: PLC0415
+
+    with open_store(url, migrate=False) as store:
+        return [_profile(store, p.name, p.timezone, now) for p in store.list_profiles()] or [
             Finding("profiles", ok=False, detail="no profile", fix="run `tickloop operator init`")
         ]
-    return found
 
 
 def _profile(store: Store, name: str, timezone: str, now: datetime) -> Finding:
@@ -139,7 +198,8 @@ def _model(settings: Settings, env: Mapping[str, str]) -> list[Finding]:
 
     def check() -> Finding:
         model = get_model(settings.model.name, settings, env)
-        answer = asyncio.run(complete_once(model, [ChatMessage("user", "Reply with the word: ok")]))
+        hello = [ChatMessage("user", "Reply with the word: ok")]
+        answer = asyncio.run(complete_once(model, hello, max_tokens=16))
         return Finding(
             f"model {settings.model.name}", ok=True, detail=f"answered {answer.text[:40]!r} ({model.label})"
         )

@@ -23,7 +23,7 @@ def test_demo_runs_an_operator_day_and_a_verified_tick_session() -> None:
     assert result.returncode == 0, out[-3000:] + result.stderr[-3000:]
     assert "tick done: considered=2 executed=2 skipped=0 failed=0 handoff=1 dry=true" in out
     assert "DRY-RUN spend->notify+handoff: WOULD notify the person to purchase manually" in out
-    assert "fast: noop waiting on the person's decision on intent 2" in out
+    assert "fast: noop waiting for the person's decision on intent 2" in out
     assert "tick done: considered=1 executed=1 skipped=0 failed=0 handoff=0 dry=false" in out
     assert "SMTP sink received 1 message(s):\n  from operator@example.org to ada@example.org" in out
     assert "⏱ tick (tickloop 3/3)" in out

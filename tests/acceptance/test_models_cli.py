@@ -101,3 +101,41 @@ def test_models_list_reports_a_missing_key_without_calling(tmp_path: Path) -> No
     result = run_cli("models", "list", "--check", "--timeout", "1", env=env)
     assert "key: $DEEPSEEK_API_KEY" in result.stdout
     assert "needs an API key: set DEEPSEEK_API_KEY" in result.stdout
+
+
+def test_models_list_check_skips_builtin_endpoints_nothing_uses(tmp_path: Path) -> None:
+    """On a fresh machine (the offline model, no endpoints) `--check` passes: the built-in `local`
+    endpoint nobody uses is listed as not checked instead of failing the command."""
+    config = tmp_path / "config.toml"
+    config.write_text("")
+    result = run_cli("models", "list", "--check", "--timeout", "1", env={"TICKLOOP_CONFIG": str(config)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    local = result.stdout.split("  local ", 1)[1]
+    assert local.splitlines()[1].strip() == "not checked: not in use (--all checks it)"
+    assert "ok: built in" in result.stdout  # offline, the model in use
+
+
+def test_models_list_check_all_checks_every_builtin_endpoint(tmp_path: Path) -> None:
+    """`--check --all` checks the built-in `local` endpoint too, and its result decides the exit code."""
+    config = tmp_path / "config.toml"
+    config.write_text("")
+    result = run_cli(
+        "models", "list", "--check", "--all", "--timeout", "1", env={"TICKLOOP_CONFIG": str(config)}
+    )
+    local = result.stdout.split("  local ", 1)[1].splitlines()[1].strip()
+    assert local.startswith(("ok:", "UNREACHABLE:")), result.stdout
+    assert result.returncode == (1 if local.startswith("UNREACHABLE") else 0)
+
+
+def test_models_list_check_fails_when_the_model_in_use_is_down(tmp_path: Path) -> None:
+    """The endpoint `[model] name` picks is in use: unreachable, the command exits 1."""
+    config = tmp_path / "config.toml"
+    config.write_text('[model]\nname = "env"\n')
+    env = {
+        "TICKLOOP_CONFIG": str(config),
+        "TICKLOOP_MODEL_BASE_URL": "http://127.0.0.1:9/v1",
+        "TICKLOOP_MODEL_ID": "m",
+    }
+    result = run_cli("models", "list", "--check", "--timeout", "1", env=env)
+    assert result.returncode == 1
+    assert "UNREACHABLE: model 'env'" in result.stdout

@@ -18,7 +18,7 @@ def doctor(send_test: bool) -> None:  # noqa: FBT001  (click flag)
 
     findings = run_checks(environment(), now=datetime.now(UTC), send_test=send_test)
     for finding in findings:
-        mark = "ok " if finding.ok else "BAD"
+        mark = " - " if finding.skipped else "ok " if finding.ok else "BAD"
         click.echo(f"[{mark}] {finding.name}: {finding.detail}")
         if finding.fix:
             click.echo(f"      fix: {finding.fix}")

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from tickloop.config import load_settings
-from tickloop.models.registry import Reachability, check_model, known_models
+from tickloop.models.registry import Reachability, check_model, in_use, known_models
 
 
 @click.group()
@@ -21,18 +21,27 @@ def models() -> None:
 
 
 @models.command("list")
-@click.option("--check", is_flag=True, help="Ask each endpoint for GET /models (short timeout).")
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Ask each endpoint in use ([model] name and the config's endpoints) for GET /models.",
+)
+@click.option("--all", "check_all", is_flag=True, help="With --check: check every built-in endpoint too.")
 @click.option("--timeout", "timeout_s", type=float, default=3.0, show_default=True, help="Seconds per check.")
-def list_models(check: bool, timeout_s: float) -> None:  # noqa: FBT001  (click passes flags positionally)
+def list_models(check: bool, check_all: bool, timeout_s: float) -> None:  # noqa: FBT001  (click flags)
     """Show name, label, base URL and model id of every configured model.
 
-    With --check, exits 1 if any endpoint is unreachable.
+    With --check, exits 1 if an endpoint in use is unreachable: the one ``[model] name`` picks and
+    those the config defines. A built-in one nothing uses (``local`` when no local server is wanted)
+    is not checked unless --all asks.
     """
     settings = load_settings()
     infos = known_models(settings)
     results: dict[str, Reachability] = {}
-    if check:
-        checks = [check_model(info, settings, timeout_s=timeout_s) for info in infos]
+    used = in_use(settings)
+    if check or check_all:
+        chosen = [info for info in infos if check_all or info.name in used]
+        checks = [check_model(info, settings, timeout_s=timeout_s) for info in chosen]
         results = {r.name: r for r in asyncio.run(_gather(checks))}
     default = settings.model.name
     for info in infos:
@@ -43,6 +52,8 @@ def list_models(check: bool, timeout_s: float) -> None:  # noqa: FBT001  (click 
         if info.name in results:
             result = results[info.name]
             click.echo(f"    {'ok' if result.ok else 'UNREACHABLE'}: {result.detail}")
+        elif check:
+            click.echo("    not checked: not in use (--all checks it)")
     if any(not r.ok for r in results.values()):
         sys.exit(1)
 

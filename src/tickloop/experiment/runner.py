@@ -33,7 +33,7 @@ from tickloop.config import Settings
 from tickloop.errors import ConfigError
 from tickloop.experiment.spec import ALL, SessionPlan, Shard, Spec
 from tickloop.harness.events import AgentEvent, TextStreamed, TurnEnded, TurnStarted
-from tickloop.models.base import ChatMessage, ChatModel, Completion, StreamEvent
+from tickloop.models.base import ChatMessage, ChatModel, Completion, StreamEvent, ToolSpec
 
 MANIFEST = "manifest.jsonl"
 SESSIONS = "sessions"
@@ -151,17 +151,21 @@ class _LimitedModel:
         self.name, self.label = model.name, model.label
 
     async def stream(
-        self, messages: Sequence[ChatMessage], *args: Any, **kwargs: Any
+        self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = ()
     ) -> AsyncIterator[StreamEvent]:
         async with self._gate:
-            async for event in self._model.stream(messages, *args, **kwargs):
+            async for event in self._model.stream(messages, tools=tools):
                 yield event
 
     async def complete(
-        self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, Any] | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
     ) -> Completion:
         async with self._gate:
-            return await self._model.complete(messages, json_schema=json_schema)
+            return await self._model.complete(messages, json_schema=json_schema, max_tokens=max_tokens)
 
     def keep_connections(self) -> None:
         self._model.keep_connections()

@@ -101,11 +101,19 @@ StreamEvent = TextDelta | ToolCalls | Finished
 
 @dataclass(frozen=True, slots=True)
 class Completion:
-    """A whole (non-streamed) answer."""
+    """A whole answer (gathered from a stream or not): ``finish_reason`` ``length`` means it was cut
+    off at ``max_tokens``, the cap the request carried (None: the server's own)."""
 
     text: str
     usage: Usage | None
     model: str
+    finish_reason: str | None = None
+    max_tokens: int | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """The server stopped the answer at its token cap, not where the model ended it."""
+        return self.finish_reason == "length"
 
 
 class ChatModel(Protocol):
@@ -123,9 +131,14 @@ class ChatModel(Protocol):
         ...
 
     async def complete(
-        self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, Any] | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
     ) -> Completion:
-        """One whole answer; with ``json_schema`` the provider asks for (not trusts) that shape."""
+        """One whole answer; with ``json_schema`` the provider asks for (not trusts) that shape.
+        ``max_tokens`` caps the answer unless the endpoint's own ``maxTokens`` setting does."""
         ...
 
     def keep_connections(self) -> None:
@@ -139,11 +152,15 @@ class ChatModel(Protocol):
 
 
 async def complete_once(
-    model: ChatModel, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, Any] | None = None
+    model: ChatModel,
+    messages: Sequence[ChatMessage],
+    *,
+    json_schema: Mapping[str, Any] | None = None,
+    max_tokens: int | None = None,
 ) -> Completion:
     """``model.complete`` for a caller that runs each call in its own event loop (``asyncio.run``, as
     a tick does): the model's connections are closed before that loop ends, so none outlives it."""
     try:
-        return await model.complete(messages, json_schema=json_schema)
+        return await model.complete(messages, json_schema=json_schema, max_tokens=max_tokens)
     finally:
         await model.aclose()

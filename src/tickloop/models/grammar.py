@@ -12,6 +12,11 @@ schema, narrowing what the model can say rather than letting it say something in
   ``pattern`` without quotes, backslashes and control characters (``string_pattern``), with the
   same length bounds: the converter's own string rule lets a raw newline through, which JSON
   forbids (SmolLM2 wrote one in a ``rationale``: 1 intent in 20 did not decode);
+- a non-capturing group ``(?:...)`` in a pattern becomes a plain group: llama-cpp-python's converter
+  refuses ``(?`` and then silently drops the WHOLE grammar for plain JSON (SmolLM2 wrote keys the
+  schema forbids); a plain group matches the same strings;
+- a string with both an ``enum`` and a ``pattern`` (``ActionIntentOut.actionType``) keeps only the
+  enum: the converter then writes exactly one of the listed values;
 - a bounded integer range of at most ``GRAMMAR_MAX_ENUM`` values becomes the enum of those values;
 - any other *optional* property whose numbers carry bounds is left out (the schemas forbid unknown
   keys, so the model then cannot write it). ``ActionIntentOut.amount`` (a number >= 0) is one:
@@ -63,6 +68,10 @@ def _narrowed(value: Any) -> Any:
     if not isinstance(value, Mapping):
         return value
     out = {key: _narrowed(item) for key, item in value.items()}
+    if "enum" in out and "pattern" in out:
+        del out["pattern"]
+    if isinstance(out.get("pattern"), str):
+        out["pattern"] = out["pattern"].replace("(?:", "(")
     bound = out.get("maxLength")
     if isinstance(bound, int) and bound > GRAMMAR_MAX_LENGTH:
         out["maxLength"] = bound = GRAMMAR_MAX_LENGTH

@@ -81,14 +81,18 @@ class OfflineModel:
         yield Finished(usage=_usage(messages, text), finish_reason="stop")
 
     async def complete(
-        self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, Any] | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,  # noqa: ARG002  (a built-in answer is never cut off)
     ) -> Completion:
         if json_schema is not None and self.json_reply is not None:
             self.calls.append(tuple(messages))
             text = self.json_reply(messages, json_schema)
         else:
             text = self._answer(messages)
-        return Completion(text=text, usage=_usage(messages, text), model=self.name)
+        return Completion(text=text, usage=_usage(messages, text), model=self.name, finish_reason="stop")
 
     def keep_connections(self) -> None:
         """Nothing to keep: the offline model has no connection."""

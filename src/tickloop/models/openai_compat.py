@@ -70,7 +70,8 @@ class OpenAICompatModel:
     later: a chat session does, for its lifetime, whatever the host.
     ``timeout_s`` bounds every wait on the server (connecting, the response headers and each read
     while streaming), so a stalled stream fails within it; a long answer that keeps streaming is
-    never cut off. ``connect_timeout_s`` (default ``min(timeout_s, 10)``) bounds the TCP connect.
+    never cut off by ``stream()``; ``complete()`` bounds the whole answer by it too.
+    ``connect_timeout_s`` (default ``min(timeout_s, 10)``) bounds the TCP connect.
     """
 
     def __init__(
@@ -151,7 +152,7 @@ class OpenAICompatModel:
         except (asyncio.CancelledError, ModelError):
             raise
         except Exception as exc:  # noqa: BLE001  (the contract: ANY provider failure is a ModelError)
-            raise self._error(exc, mid_stream=started) from None
+            raise self._error(exc, mid_stream=started, messages=messages) from None
         if finish is None:
             raise ModelError(self._where("the stream ended before the model finished (no finish_reason)"))
         if calls.parts:
@@ -159,24 +160,67 @@ class OpenAICompatModel:
         yield Finished(usage=usage, finish_reason=finish)
 
     async def complete(
-        self, messages: Sequence[ChatMessage], *, json_schema: Mapping[str, Any] | None = None
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
     ) -> Completion:
         """One whole answer. With ``json_schema`` the server is asked for that shape (see
-        ``response_format``); the caller still validates the text (fail closed)."""
+        ``response_format``); the caller still validates the text (fail closed).
+
+        Bounded: the answer is capped at the endpoint's ``max_tokens`` or else the caller's, and must
+        be complete within ``timeout_s``. It is gathered from a stream, so a request given up on (the
+        deadline, or the caller cancelled) closes its connection, and servers that check for a gone
+        client between tokens (llama.cpp, llama-cpp-python, vLLM) stop generating; a server answering
+        a non-streamed request would go on generating for nobody. ``finish_reason`` ``length`` on the
+        result means the cap cut the answer off."""
         client = self._get_client()
+        limit = self.max_tokens if self.max_tokens is not None else max_tokens
+        body = self._body(
+            messages,
+            stream=True,
+            stream_options={"include_usage": True},
+            **self._response_format_kwargs(json_schema),
+        )
+        if limit is not None:
+            body["max_tokens"] = limit
+        parts: list[str] = []
+        usage: Usage | None = None
+        finish: str | None = None
+        started = False
         try:
-            response = await client.post(
-                "/chat/completions",
-                body=self._body(messages, **self._response_format_kwargs(json_schema)),
-                cast_to=object,  # the decoded JSON; _completion_parts checks its shape
-                options=_BEARER_AUTH,
-            )
-            text, usage = _completion_parts(response)
+            async with asyncio.timeout(self.timeout_s):
+                response = await client.post(
+                    "/chat/completions",
+                    body=body,
+                    cast_to=object,
+                    stream=True,
+                    stream_cls=_json_stream(),
+                    options=_BEARER_AUTH,
+                )
+                async with response:  # closed on every exit: the server sees the client leave
+                    async for chunk in response:
+                        started = True
+                        for text, reason in _chunk_choices(chunk):
+                            parts.append(text or "")
+                            finish = reason or finish
+                        usage = _chunk_usage(chunk) or usage
+        except TimeoutError:
+            raise ModelError(
+                self._where(
+                    f"no answer within {self.timeout_s:g} s (the whole answer is bounded by timeoutS); "
+                    "the request was cancelled (its connection closed, so the server stops "
+                    "generating). Lower maxTokens, or raise timeoutS for this endpoint if it is just slow."
+                )
+            ) from None
         except (asyncio.CancelledError, ModelError):
             raise
         except Exception as exc:  # noqa: BLE001  (the contract: ANY provider failure is a ModelError)
-            raise self._error(exc, mid_stream=False) from None
-        return Completion(text=text, usage=usage, model=self.model)
+            raise self._error(exc, mid_stream=started, messages=messages, max_tokens=limit) from None
+        if finish is None:
+            raise ModelError(self._where("the stream ended before the model finished (no finish_reason)"))
+        return Completion("".join(parts), usage, self.model, finish_reason=finish, max_tokens=limit)
 
     # -- beyond the interface ----------------------------------------------------------------------
 
@@ -266,8 +310,17 @@ class OpenAICompatModel:
     def _where(self, what: str) -> str:
         return f"model {self.name!r} ({self.model} at {self.base_url}): {what}"
 
-    def _error(self, exc: Exception, *, mid_stream: bool) -> ModelError:
-        return ModelError(self._redact(self._where(self._describe(exc, mid_stream=mid_stream))))
+    def _error(
+        self,
+        exc: Exception,
+        *,
+        mid_stream: bool,
+        messages: Sequence[ChatMessage] = (),
+        max_tokens: int | None = None,
+    ) -> ModelError:
+        context = _context_text(exc, messages, max_tokens if max_tokens is not None else self.max_tokens)
+        text = context or self._describe(exc, mid_stream=mid_stream)
+        return ModelError(self._redact(self._where(text)))
 
     def _describe(self, exc: Exception, *, mid_stream: bool) -> str:
         import openai  # noqa: PLC0415  (already imported by the call that failed)
@@ -442,11 +495,72 @@ def _status_text(status: int, message: str, key_env: str | None) -> str:
         429: "rate limited or out of quota; tickloop does not retry on a timer: try again later.",
     }
     hint = hints.get(status) or (
-        "the server failed; try again later." if status >= 500 else "the request was refused."
+        "the server failed on its side; its log says why (tickloop does not retry on a timer)."
+        if status >= 500
+        else "the request was refused."
     )
     if "response_format" in message:  # llama-cpp-python answers an unsupported format with HTTP 500
         hint = _FORMAT_HINT
     return f"HTTP {status}{said.rstrip('.')}. {hint[0].upper()}{hint[1:]}"
+
+
+#: How servers say a request does not fit the model's context, and where they put the numbers:
+#: llama.cpp's llama-server (``exceed_context_size_error`` with ``n_prompt_tokens`` and ``n_ctx``,
+#: or HTTP 500 "Context size has been exceeded" when generation runs into the end of the context),
+#: OpenAI and vLLM ("maximum context length is M tokens. However, you requested N tokens (P in the
+#: messages, C in the completion)"), llama-cpp-python ("Requested tokens (N) exceed context window of M").
+_CONTEXT_SIGNS = re.compile(
+    r"context[ _](?:size|length|window)|exceed_context_size|context_length_exceeded", re.IGNORECASE
+)
+_OPENAI_CONTEXT = re.compile(r"maximum context length is (\d+) tokens", re.IGNORECASE)
+_OPENAI_PROMPT = [
+    re.compile(pattern, re.IGNORECASE)
+    for pattern in (r"(\d+) in the messages", r"messages resulted in (\d+) tokens", r"requested (\d+) tokens")
+]
+_LLAMA_CPP_PYTHON = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)", re.IGNORECASE)
+
+
+def _context_text(exc: Exception, messages: Sequence[ChatMessage], max_tokens: int | None) -> str:
+    """ "context exceeded: the packet is N tokens, the model's context is M" when the server said the
+    request does not fit (with the numbers it gave; else the packet estimated), or "" if it did not."""
+    import openai  # noqa: PLC0415  (already imported by the call that failed)
+
+    if not isinstance(exc, openai.APIError):
+        return ""
+    body = exc.body if isinstance(exc, openai.APIStatusError) else getattr(exc, "body", None)
+    error = body.get("error", body) if isinstance(body, Mapping) else {}
+    fields: Mapping[str, Any] = error if isinstance(error, Mapping) else {}
+    said = _server_message(body) if body is not None else exc.message
+    kind = f"{fields.get('type', '')} {fields.get('code', '')}"
+    if not _CONTEXT_SIGNS.search(f"{said} {kind}"):
+        return ""
+    prompt, window = _int(fields.get("n_prompt_tokens")), _int(fields.get("n_ctx"))
+    if match := _LLAMA_CPP_PYTHON.search(said):
+        prompt, window = prompt or int(match[1]), window or int(match[2])
+    if window is None and (match := _OPENAI_CONTEXT.search(said)):
+        window = int(match[1])
+    for pattern in _OPENAI_PROMPT:  # the messages' own count first: the total includes the answer
+        if prompt is None and (match := pattern.search(said)):
+            prompt = int(match[1])
+    if prompt is not None:
+        packet = f"the packet is {prompt} tokens"
+    else:
+        estimate = sum(len(m.content.encode("utf-8")) for m in messages) // 4
+        packet = f"the packet is about {estimate} tokens (estimated: the server did not count it)"
+    size = (
+        f"the model's context is {window}"
+        if window is not None
+        else "the server did not say its context size"
+    )
+    answer = f"; the answer may add up to maxTokens={max_tokens}" if max_tokens is not None else ""
+    return (
+        f"context exceeded: {packet}, {size}{answer}. Shorten what is sent, lower maxTokens, or serve the "
+        f"model with a larger context (llama.cpp: --ctx-size). The server said: {said.rstrip('.')}."
+    )
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _is_connect_failure(exc: BaseException) -> bool:

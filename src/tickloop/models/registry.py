@@ -76,6 +76,16 @@ def known_models(settings: Settings) -> list[ModelInfo]:
     return infos
 
 
+def in_use(settings: Settings) -> set[str]:
+    """The models the configuration uses: ``[model] name``, every ``[model.endpoints.NAME]`` it
+    defines, and ``env`` when the environment configures it. The built-in ``offline`` and ``local``
+    count only when ``[model] name`` picks them (or the config redefines ``local``)."""
+    names = {settings.model.name, *settings.model.endpoints}
+    if settings.model.base_url or settings.model.model_id:
+        names.add("env")
+    return names
+
+
 def get_model(name: str, settings: Settings, env: Mapping[str, str] | None = None) -> ChatModel:
     """The provider for ``name``. ``ConfigError`` for an unknown name, a bad endpoint or a missing
     key (naming the variable, never its value). ``env`` (default ``os.environ``) supplies keys."""

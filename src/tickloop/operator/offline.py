@@ -64,6 +64,8 @@ def _fast(packet: Mapping[str, Any]) -> dict[str, Any]:
         return {
             "actionType": "spend",
             "title": match[3][:200],
+            "recipient": "",
+            "body": f"Buy {match[3]} from {match[1]} for {match[2]}.",
             "vendor": match[1][:200],
             "amount": float(match[2]),
             "rationale": "offline model: the step asks for a purchase",
@@ -71,6 +73,7 @@ def _fast(packet: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "actionType": "note",
         "title": f"Progress note: {subject}"[:200],
+        "recipient": "",
         "body": f"Working on: {subject}\nGoal: {goal}",
         "rationale": "offline model: record the current step as a note",
     }

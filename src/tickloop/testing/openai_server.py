@@ -25,10 +25,12 @@ import argparse
 import collections
 import contextlib
 import json
+import select
 import signal
 import socket
 import sys
 import threading
+import time
 from dataclasses import dataclass, field, replace
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -46,7 +48,8 @@ class Reply:
     """One scripted behaviour for one chat-completions request.
 
     Use the constructors: ``Reply.text``, ``Reply.echo_user``, ``Reply.error``, ``Reply.malformed``,
-    ``Reply.disconnect``, ``Reply.stall``, ``Reply.tool_calls``.
+    ``Reply.disconnect``, ``Reply.stall``, ``Reply.tool_calls``, ``Reply.context_exceeded``,
+    ``Reply.generating``.
     """
 
     #: the assistant text (split into ``chunks`` nearly equal pieces when streamed)
@@ -59,6 +62,8 @@ class Reply:
     #: HTTP status; anything but 200 sends an OpenAI-style ``{"error": {...}}`` body
     status: int = 200
     error_message: str = ""
+    #: more members of the error object (``{"type": ..., "n_ctx": ...}``), as (name, value) pairs
+    error_fields: tuple[tuple[str, Any], ...] = ()
     #: after this many content chunks: send ``data: {not json`` and end the stream
     malformed_after: int | None = None
     #: after this many content chunks: close the socket (no terminator, no [DONE])
@@ -75,6 +80,9 @@ class Reply:
     finish_reason: str = "stop"
     #: (prompt_tokens, completion_tokens); None: derived from the request and the reply
     usage: tuple[int, int] | None = None
+    #: model a generating server: non-streamed answers take ``chunks * chunk_delay`` to generate, and
+    #: tokens generated after the client left are counted (see ``Reply.generating``)
+    generate: bool = False
     #: False: count nothing: no usage chunk in a stream whatever ``stream_options`` asks (as
     #: llama-cpp-python streams) and no ``usage`` in a whole answer
     report_usage: bool = True
@@ -101,6 +109,28 @@ class Reply:
     def error(cls, status: int, message: str = "") -> Reply:
         """An HTTP error status with an OpenAI-style error body."""
         return cls(status=status, error_message=message or HTTPStatus(status).phrase)
+
+    @classmethod
+    def context_exceeded(cls, prompt_tokens: int, n_ctx: int) -> Reply:
+        """llama.cpp's llama-server refusing a prompt that does not fit its context (HTTP 400)."""
+        return cls(
+            status=400,
+            error_message="the request exceeds the available context size, try increasing it",
+            error_fields=(
+                ("type", "exceed_context_size_error"),
+                ("n_prompt_tokens", prompt_tokens),
+                ("n_ctx", n_ctx),
+            ),
+        )
+
+    @classmethod
+    def generating(cls, tokens: int, *, seconds_per_token: float, content: str = "x") -> Reply:
+        """A model that generates ``tokens`` tokens (``content`` each), one every ``seconds_per_token``,
+        as a real server does: streamed, it stops when the client has gone (llama.cpp checks between
+        tokens); non-streamed, it generates to the end and answers only then, for nobody if the
+        client left. Either way the server counts the tokens generated after the client left
+        (``OpenAIServer.tokens_after_client_left``)."""
+        return cls(content=content * tokens, chunks=tokens, chunk_delay=seconds_per_token, generate=True)
 
     @classmethod
     def malformed(cls, *, after: int = 1) -> Reply:
@@ -156,6 +186,8 @@ class _State:
     stop: threading.Event = field(default_factory=threading.Event)
     client_closed: threading.Event = field(default_factory=threading.Event)
     client_closed_count: int = 0
+    #: tokens a ``Reply.generating`` model generated while its client was already gone
+    tokens_after_client_left: int = 0
     #: connections accepted and not yet ended (a kept-alive connection stays open between requests)
     open_connections: int = 0
     connections_changed: threading.Condition = field(default_factory=threading.Condition)
@@ -175,6 +207,10 @@ class _State:
         with self.connections_changed:
             self.open_connections += delta
             self.connections_changed.notify_all()
+
+    def note_token_for_nobody(self) -> None:
+        with self.lock:
+            self.tokens_after_client_left += 1
 
     def note_client_closed(self) -> None:
         with self.lock:
@@ -226,7 +262,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         reply = self.server.state.next_reply()
         if reply.status != 200:
-            self._json(reply.status, _error_body(reply.status, reply.error_message))
+            error = _error_body(reply.status, reply.error_message)
+            error["error"].update(dict(reply.error_fields))
+            self._json(reply.status, error)
         elif body.get("stream"):
             self._stream(reply, body)
         else:
@@ -236,6 +274,12 @@ class _Handler(BaseHTTPRequestHandler):
         """A non-streamed answer; a stall delays it, ``raw_chunk`` replaces it verbatim."""
         if reply.stall_after is not None and self.server.state.stop.wait(reply.stall_seconds):
             return
+        if reply.generate:  # every token is generated before anything is sent, client or not
+            for _ in range(reply.chunks):
+                if self.server.state.stop.wait(reply.chunk_delay):
+                    return
+                if self._client_gone():
+                    self.server.state.note_token_for_nobody()
         if reply.raw_chunk is None:
             self._json(200, _completion(reply, body))
             return
@@ -282,6 +326,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             if reply.chunk_delay and state.stop.wait(reply.chunk_delay):
                 return
+            if reply.generate and self._client_gone():  # generated, then found nobody to send it to
+                state.note_token_for_nobody()
+                raise _ClientGoneError
             self._event({**_chunk_head(), "choices": [_choice({"content": piece})]})
         if self._interrupt(reply, len(pieces)):
             return
@@ -297,6 +344,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._event({**_chunk_head(), "choices": [], "usage": _usage(reply, body, text)})
         self._write_chunk(b"data: [DONE]\n\n")
         self._write_chunk(b"")
+
+    def _client_gone(self) -> bool:
+        """The client closed its side: the socket reads as ended (or failed), without blocking."""
+        try:
+            ready, _, _ = select.select([self.connection], [], [], 0)
+            return bool(ready) and not self.connection.recv(1, socket.MSG_PEEK)
+        except OSError:
+            return True
 
     def _interrupt(self, reply: Reply, sent: int) -> bool:
         """Apply a scripted fault once ``sent`` content chunks went out; True ends the response."""
@@ -314,8 +369,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.connection.shutdown(socket.SHUT_RDWR)
             return True
-        if reply.stall_after == sent:
-            self.server.state.stop.wait(reply.stall_seconds)
+        if reply.stall_after == sent:  # silent, but watching for the client to give up
+            deadline = time.monotonic() + reply.stall_seconds
+            while not self.server.state.stop.wait(0.01) and time.monotonic() < deadline:
+                if self._client_gone():
+                    self.server.state.note_client_closed()
+                    break
             self.close_connection = True
             return True
         return False
@@ -466,6 +525,11 @@ class OpenAIServer:
     def client_closed_count(self) -> int:
         """How many streams the client closed before the server finished writing them."""
         return self._state.client_closed_count
+
+    @property
+    def tokens_after_client_left(self) -> int:
+        """Tokens a ``Reply.generating`` model generated after its client had closed the connection."""
+        return self._state.tokens_after_client_left
 
     @property
     def open_connections(self) -> int:

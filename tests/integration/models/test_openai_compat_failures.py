@@ -22,7 +22,7 @@ async def drain(model: OpenAICompatModel) -> str:
 
 @pytest.mark.parametrize(
     ("status", "hint"),
-    [(500, "try again later"), (429, "does not retry"), (401, "check"), (404, "base URL")],
+    [(500, "its log says why"), (429, "does not retry"), (401, "check"), (404, "base URL")],
 )
 async def test_http_errors_name_the_status_and_never_the_key(
     server: OpenAIServer, model: OpenAICompatModel, api_key: str, status: int, hint: str
@@ -145,11 +145,12 @@ async def test_an_error_event_mid_stream_is_a_model_error(
         await drain(model)
 
 
-@pytest.mark.parametrize("body", ["{not json", '{"choices": []}', '{"choices": [{"message": {}}]}', "[]"])
+@pytest.mark.parametrize("body", ["{not json", '{"choices": [{"delta": {"content": 5}}]}', "[]"])
 async def test_a_malformed_whole_answer_is_a_model_error(
     server: OpenAIServer, model: OpenAICompatModel, body: str
 ) -> None:
-    """A non-streamed body that is not JSON or has no answer text is a ModelError, never a crash."""
+    """A whole answer (gathered from a stream) with a chunk that is not JSON or not a chunk is a
+    ModelError, never a crash."""
     server.default = Reply(raw_chunk=body)
     with pytest.raises(ModelError, match="'test'"):
         await model.complete(HELLO)

@@ -77,13 +77,15 @@ async def test_stream_request_asks_for_usage_and_carries_the_messages(
 async def test_complete_returns_the_whole_answer_with_usage(
     server: OpenAIServer, model: OpenAICompatModel
 ) -> None:
-    """A non-streamed completion returns the text, the usage and the model id."""
+    """A completion returns the whole text, the usage, the model id and why it ended; it is gathered
+    from a stream, so a request given up on can be closed and the server stops generating."""
     server.default = Reply(content="the whole answer", usage=(5, 3))
     completion = await model.complete(HELLO)
     assert completion.text == "the whole answer"
     assert completion.usage == Usage(5, 3)
     assert completion.model == MODEL_ID
-    assert "stream" not in server.bodies()[0]
+    assert (completion.finish_reason, completion.truncated) == ("stop", False)
+    assert server.bodies()[0]["stream"] is True
 
 
 async def test_calls_without_keep_alive_use_fresh_connections(
@@ -231,7 +233,7 @@ async def test_json_object_schema_caps_string_bounds_for_the_grammar(server: Ope
     props = sent["properties"]
     assert [props[name]["maxLength"] for name in ("title", "body", "rationale")] == [96, 96, 96]
     assert props["title"]["minLength"] == 1
-    assert props["actionType"]["pattern"] == schema["properties"]["actionType"]["pattern"]
+    assert props["actionType"]["enum"] == schema["properties"]["actionType"]["enum"]
     assert sent["required"] == schema["required"]
     assert set(bounds(sent)) == {96}  # $defs too
     assert schema["properties"]["body"]["maxLength"] == 20_000  # the caller's schema is untouched

@@ -13,7 +13,7 @@ from tickloop.operator.ticks._ask import ask
 from tickloop.testing import FakeClock
 from tickloop.testing.openai_server import MODEL_ID, OpenAIServer, Reply
 
-INTENT = '{"actionType": "note", "title": "Write the outline"}'
+INTENT = '{"actionType": "note", "title": "Write the outline", "recipient": "", "body": ""}'
 
 
 def test_each_call_of_a_tick_closes_its_connection_even_when_the_endpoint_keeps_them() -> None:

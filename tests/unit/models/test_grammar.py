@@ -13,7 +13,16 @@ from hypothesis import strategies as st
 
 from tickloop.models.grammar import GRAMMAR_MAX_LENGTH, grammar_schema, string_pattern
 from tickloop.models.structured import schema_for
-from tickloop.operator.schemas import ActionIntentOut, ReviewOut
+from tickloop.operator.handlers import HANDLERS
+from tickloop.operator.schemas import (
+    NOT_PROPOSABLE,
+    NOTHING_TO_DO,
+    RECIPIENT_PATTERN,
+    ActionIntentOut,
+    ConsolidationOut,
+    CritiqueOut,
+    ReviewOut,
+)
 
 
 def test_an_optional_bounded_number_is_left_out_and_the_callers_schema_is_untouched() -> None:
@@ -25,7 +34,7 @@ def test_an_optional_bounded_number_is_left_out_and_the_callers_schema_is_untouc
     assert "amount" not in narrowed["properties"]
     assert "amount" not in narrowed["$defs"]["ActionIntentOut"]["properties"]
     assert narrowed["additionalProperties"] is False
-    assert narrowed["required"] == ["actionType", "title"]
+    assert narrowed["required"] == ["actionType", "title", "recipient", "body"]
     assert set(narrowed["properties"]) == set(schema["properties"]) - {"amount"}
     assert schema == before
 
@@ -94,7 +103,15 @@ def test_every_free_text_string_of_an_action_intent_gets_the_pattern() -> None:
     narrowed = grammar_schema(schema_for(ActionIntentOut))["properties"]
     assert narrowed["title"]["pattern"] == string_pattern(1, GRAMMAR_MAX_LENGTH)
     assert narrowed["rationale"]["pattern"] == string_pattern(0, GRAMMAR_MAX_LENGTH)
-    assert narrowed["actionType"]["pattern"] == "^[a-z][a-z0-9_]{0,39}$"
+    assert narrowed["recipient"]["pattern"] == RECIPIENT_PATTERN
+
+
+def test_the_action_type_is_written_as_one_of_the_registered_handler_types() -> None:
+    """The grammar sees the action type as the enum of handler types (and none), not a free pattern,
+    so a constrained model can only propose an action the executor knows."""
+    narrowed = grammar_schema(schema_for(ActionIntentOut))["properties"]["actionType"]
+    assert narrowed["enum"] == [*(k for k in HANDLERS if k not in NOT_PROPOSABLE), NOTHING_TO_DO]
+    assert "pattern" not in narrowed
 
 
 @given(st.from_regex(string_pattern(0, GRAMMAR_MAX_LENGTH), fullmatch=True))
@@ -115,3 +132,32 @@ def test_the_characters_the_pattern_leaves_out_break_a_raw_json_string(character
     except (msgspec.DecodeError, msgspec.ValidationError):
         return
     assert decoded != {"s": text}
+
+
+def _patterns(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [p for item in value for p in _patterns(item)]
+    if not isinstance(value, dict):
+        return []
+    own = [value["pattern"]] if isinstance(value.get("pattern"), str) else []
+    return own + [p for item in value.values() for p in _patterns(item)]
+
+
+@pytest.mark.parametrize("kind", [ActionIntentOut, ReviewOut, ConsolidationOut, CritiqueOut])
+def test_no_pattern_the_grammar_sees_uses_a_group_llama_cpp_python_refuses(kind: type[Any]) -> None:
+    """llama-cpp-python's converter refuses `(?` in a pattern and then silently drops the whole
+    grammar: every pattern it is sent uses plain groups only, and each still matches as before."""
+    patterns = _patterns(grammar_schema(schema_for(kind)))
+    assert patterns
+    assert not [p for p in patterns if "(?" in p]
+    # An escape outside a character class (``\.``) is copied into a GBNF literal, where llama.cpp's
+    # parser refuses it (and llama-cpp-python's server then crashed): escapes only inside [...].
+    assert not [p for p in patterns if "\\" in re.sub(r"\[(?:\\.|[^\]\\])*\]", "", p)]
+
+
+def test_a_non_capturing_group_becomes_a_plain_one_that_matches_the_same() -> None:
+    """The rewrite keeps what a pattern matches."""
+    narrowed = grammar_schema({"type": "string", "pattern": "^(?:ab|c)+$"})
+    assert narrowed["pattern"] == "^(ab|c)+$"
+    for text in ("ab", "cab", "abc", "", "a", "ca"):
+        assert bool(re.fullmatch("(?:ab|c)+", text)) == bool(re.fullmatch(narrowed["pattern"][1:-1], text))

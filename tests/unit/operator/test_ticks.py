@@ -32,7 +32,7 @@ from tickloop.operator.domain import (
 )
 from tickloop.operator.offline import answer
 from tickloop.operator.runner import TickContext, TickResult, run_tick
-from tickloop.operator.schemas import ActionIntentOut
+from tickloop.operator.schemas import NOTHING_TO_DO, ActionIntentOut, check_intent
 from tickloop.operator.store import Store, open_store
 from tickloop.operator.ticks import consolidate, fast
 from tickloop.testing import FakeClock
@@ -175,6 +175,16 @@ MALFORMED = [
     pytest.param('{"actionType": "note", "title": "x"} {"actionType": "email", "title": "y"}', id="two"),
     pytest.param('Here:\n```json\n{"actionType": "note", "title": "x"}\n```', id="fence-in-prose"),
     pytest.param('{"actionType": "spend", "title": "x", "amount": -5}', id="negative-amount"),
+    pytest.param('{"actionType": "teleport", "title": "t", "recipient": "", "body": ""}', id="unknown-type"),
+    pytest.param(
+        '{"actionType": "wire_transfer", "title": "w", "recipient": "", "body": ""}', id="no-handler"
+    ),
+    pytest.param('{"actionType": "note", "title": "x", "body": ""}', id="missing-recipient"),
+    pytest.param('{"actionType": "email", "title": "x", "recipient": "", "body": "b"}', id="email-nobody"),
+    pytest.param(
+        '{"actionType": "email", "title": "x", "recipient": "a@b.c, d@e.f", "body": ""}', id="two-to"
+    ),
+    pytest.param('{"actionType": "spend", "title": "x", "recipient": "", "body": ""}', id="spend-no-amount"),
 ]
 
 
@@ -206,6 +216,13 @@ JSON = st.recursive(
     max_leaves=12,
 )
 FIELDS = st.sampled_from(["actionType", "title", "recipient", "amount", "body", "vendor", "__proto__", "x"])
+#: answers that are valid, or one field away from it, so the fuzzer reaches the valid side too
+NEAR_VALID = st.builds(
+    lambda kind, title, recipient: json.dumps(action(kind, title, recipient=recipient)),
+    st.sampled_from(["note", "email", "spend", "none", "message", "Note"]),
+    st.text(max_size=30),
+    st.sampled_from(["", "a@b.example", "team", "a b", "x@y"]),
+)
 HOSTILE = st.one_of(
     st.text(max_size=200),
     JSON.map(json.dumps),
@@ -213,6 +230,7 @@ HOSTILE = st.one_of(
     st.dictionaries(FIELDS, JSON, max_size=5).map(lambda d: json.dumps(d)[: max(0, len(json.dumps(d)) - 1)]),
     st.binary(max_size=100).map(lambda b: b.decode("latin-1")),
     st.just('{"actionType": "note", "title": "' + "x" * 300 + '"}'),
+    NEAR_VALID,
     st.just("[" * 5000 + "]" * 5000),
 )
 
@@ -224,17 +242,19 @@ def test_fast_fuzzed_hostile_outputs_never_stage_an_intent(reply: str) -> None:
     clock = FakeClock()
     store = make_store(clock)
     try:
-        decode_structured(reply, ActionIntentOut)
+        nothing = check_intent(decode_structured(reply, ActionIntentOut)).action_type == NOTHING_TO_DO
         valid = True
     except ValidationError:
-        valid = False
+        valid = nothing = False
     tick(store, clock, "fast", scripted(reply))
     row = last_row(store)
     if not valid:
         assert row.outcome is Outcome.FAILED
         assert store.list_intents(P) == []
+    elif "NUL character" in row.error:  # valid JSON the store cannot keep: refused whole, no intent
+        assert (row.outcome, store.list_intents(P)) == (Outcome.FAILED, [])
     else:
-        assert len(store.list_intents(P)) == 1
+        assert len(store.list_intents(P)) == (0 if nothing else 1)
 
 
 # -- fast: drift guard and gate --------------------------------------------------------------------
@@ -274,25 +294,26 @@ def test_fast_kernel_sanctioned_retry_is_exempt_from_the_drift_guard(clock: Fake
     assert last_row(store).outcome is Outcome.STAGED
 
 
-EMAIL = {"actionType": "email", "title": "Send the report", "recipient": "advisor@uni.example"}
+def action(kind: str, title: str, **fields: object) -> dict[str, object]:
+    """A fast answer with every required field (recipient and body empty unless given)."""
+    return {"actionType": kind, "title": title, "recipient": "", "body": "", **fields}
+
+
+EMAIL = action("email", "Send the report", recipient="advisor@uni.example")
 GATE_TABLE = [
     # reply, config, tainted observation, outcome, intent status, reason fragment
-    ({"actionType": "note", "title": "n"}, {}, False, Outcome.STAGED, IntentStatus.READY, "gate.allowed"),
-    ({"actionType": "note", "title": "n"}, {}, True, Outcome.STAGED, IntentStatus.READY, "gate.allowed"),
+    (action("note", "n"), {}, False, Outcome.STAGED, IntentStatus.READY, "gate.allowed"),
+    (action("note", "n"), {}, True, Outcome.STAGED, IntentStatus.READY, "gate.allowed"),
     (EMAIL, {}, False, Outcome.GATE_STOP, IntentStatus.REQUIRES_APPROVAL, "gate.external_or_irreversible"),
     (EMAIL, {"gate": {"allow": ["email"]}}, False, Outcome.STAGED, IntentStatus.READY, "gate.allowed"),
     (EMAIL, {"gate": {"allow": ["email"]}}, True, Outcome.GATE_STOP, IntentStatus.REQUIRES_APPROVAL,
      "gate.tainted_external"),
-    ({"actionType": "spend", "title": "Buy", "amount": 12.5, "vendor": "Shop"},
+    (action("spend", "Buy", amount=12.5, vendor="Shop"),
      {"gate": {"allow": ["spend"]}}, False, Outcome.GATE_STOP, IntentStatus.REQUIRES_APPROVAL, "gate.money"),
-    ({"actionType": "note", "title": "n", "amount": 3}, {}, False, Outcome.GATE_STOP,
+    (action("note", "n", amount=3), {}, False, Outcome.GATE_STOP,
      IntentStatus.REQUIRES_APPROVAL, "gate.money"),
-    ({"actionType": "wire_transfer", "title": "w"}, {}, False, Outcome.GATE_STOP, IntentStatus.BLOCKED,
-     "gate.block_list"),
-    ({"actionType": "teleport", "title": "t"}, {}, False, Outcome.GATE_STOP, IntentStatus.REQUIRES_APPROVAL,
-     "gate.unknown_type"),
-    ({"actionType": "workspace_task", "title": "make"}, {}, False, Outcome.GATE_STOP,
-     IntentStatus.REQUIRES_APPROVAL, "gate.external_or_irreversible"),
+    ({**action("note", "n"), "actionType": "message"}, {"gate": {"block": ["message"]}}, False,
+     Outcome.GATE_STOP, IntentStatus.BLOCKED, "gate.block_list"),
 ]  # fmt: skip
 
 
@@ -330,11 +351,13 @@ def test_fast_gate_decides_the_outcome_and_stamps_the_intent(
 
 
 def test_a_gate_stop_writes_one_critique_and_the_next_tick_is_told_not_to_repeat_it(clock: FakeClock) -> None:
-    """After a gate stop one critique is kept for the goal; the next tick sees it as "do not repeat"."""
+    """After a gate stop one critique is kept for the goal; once the person decides, the next tick
+    sees it as "do not repeat"."""
     store = make_store(clock)
     tick(store, clock, "fast", scripted(EMAIL))
     [critique] = store.recent_critiques(P, 1)
     assert critique.failure_type == "gate_refusal"
+    store.decide(P, last_row(store).intent_id or 0, DecisionKind.DENY, by="ada", now=clock.now())
     model = offline()
     tick(store, clock, "fast", model)
     message = model.calls[0][-1].content
@@ -349,6 +372,8 @@ def test_only_the_last_three_critiques_are_kept_and_none_after_success(clock: Fa
     store = make_store(clock)
     for _ in range(5):
         tick(store, clock, "fast", scripted(EMAIL))
+        if last_row(store).outcome is Outcome.GATE_STOP:  # the person decides; later ticks are blocked
+            store.decide(P, last_row(store).intent_id or 0, DecisionKind.DENY, by="ada", now=clock.now())
     assert len(store.recent_critiques(P, 1, limit=10)) == 3
     tick(store, clock, "fast", offline())
     assert last_row(store).outcome is Outcome.STAGED
@@ -431,7 +456,7 @@ def test_slow_applies_priorities_and_drops_steps_for_unknown_or_closed_tasks(clo
     review = {
         "priorities": {str(a.id): 90, "999": 5, "²": 1},
         "plan": [{"title": "do A", "taskId": a.id}, {"title": "ghost", "taskId": 999},
-                 {"title": "B", "taskId": b.id}, {"title": "think"}],
+                 {"title": "B", "taskId": b.id}, {"title": "think", "taskId": None}],
         "drift": ["Reading unrelated papers"],
         "behind": [],
     }  # fmt: skip
@@ -440,6 +465,46 @@ def test_slow_applies_priorities_and_drops_steps_for_unknown_or_closed_tasks(clo
     assert [(s.title, s.task_id) for s in store.list_plan(P, 1)] == [("do A", a.id), ("think", None)]
     assert "dropped_steps=2" in last_row(store).detail
     assert [c.topic for c in candidates.pending(store, P)] == ["slow.drift"]
+
+
+@pytest.mark.parametrize(
+    "plan", [[], [{"title": "ghost", "taskId": 999}]], ids=["no-plan", "only-unusable-steps"]
+)
+def test_slow_review_without_a_plan_for_open_tasks_fails_and_changes_nothing(
+    clock: FakeClock, plan: list[dict[str, object]]
+) -> None:
+    """A review that leaves two open tasks without any plan step is a failed review, not `done`."""
+    store = make_store(clock)
+    a = store.add_task(P, "A", priority=1, now=clock.now())
+    store.add_task(P, "B", priority=2, now=clock.now())
+    review = {"priorities": {str(a.id): 90}, "plan": plan, "drift": [], "behind": []}
+    code = tick(store, clock, "slow", offline(lambda _m, _s: json.dumps(review)))
+    row = last_row(store)
+    assert (code, row.outcome) == (1, Outcome.FAILED)
+    assert "no plan for 2 open tasks" in row.error
+    assert store.get_task(P, a.id).priority == 1
+    assert store.list_plan(P, 1) == []
+
+
+def test_slow_review_may_leave_the_plan_empty_when_no_task_is_open(clock: FakeClock) -> None:
+    """With nothing open, an empty plan is the right answer and the review is done."""
+    store = make_store(clock)
+    done = store.add_task(P, "A", priority=1, now=clock.now())
+    store.set_task_status(P, done.id, TaskStatus.DONE, now=clock.now())
+    review = {"priorities": {}, "plan": [], "drift": [], "behind": []}
+    tick(store, clock, "slow", offline(lambda _m, _s: json.dumps(review)))
+    assert last_row(store).outcome is Outcome.DONE
+
+
+@pytest.mark.parametrize("missing", ["priorities", "plan", "drift", "behind"])
+def test_slow_review_missing_a_field_fails_closed(clock: FakeClock, missing: str) -> None:
+    """Every field of the review is required: one left out is invalid output, never an empty default."""
+    store = make_store(clock)
+    review = {"priorities": {}, "plan": [], "drift": [], "behind": []}
+    del review[missing]
+    tick(store, clock, "slow", offline(lambda _m, _s: json.dumps(review)))
+    assert last_row(store).outcome is Outcome.FAILED
+    assert missing in last_row(store).error
 
 
 def test_slow_invalid_review_fails_and_changes_nothing(clock: FakeClock) -> None:

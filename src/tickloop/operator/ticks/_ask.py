@@ -5,6 +5,10 @@ error naming why; nothing is repaired or guessed. Whatever happens, ``extra`` ca
 progress row records: the prompt's sha256, the model's name and the tokens in and out (as the
 provider reported them, or estimated as UTF-8 bytes / 4 when it did not, and then the row says
 ``tokens_estimated=True``: a guess is never passed off as a count).
+
+Bounded: each tick kind asks for at most ``MAX_TOKENS[kind]`` tokens, sized to what its schema can
+hold (an endpoint's ``maxTokens`` overrides it), and an answer the cap cut off fails the tick with
+"truncated at maxTokens=N": a cut-off JSON answer is never parsed for what it might have meant.
 """
 
 from __future__ import annotations
@@ -22,6 +26,14 @@ from tickloop.operator.prompts import load_prompt
 from tickloop.operator.runner import TickContext
 
 T = TypeVar("T")
+
+#: The default answer cap per prompt (tokens), sized to its schema: a grammar-bounded
+#: ``ActionIntentOut`` (seven fields, strings capped at 96 characters, ~30 tokens each) fits in 384;
+#: a ``CritiqueOut`` is 600 characters and a type; a ``ReviewOut`` holds up to 20 plan steps, 10 drift
+#: and 10 behind titles, and priorities; a ``ConsolidationOut`` a 4,000-character state of play and a
+#: goal refresh. Without a cap, SmolLM2 once wrote ~3,700 tokens into one slow tick and ran out the
+#: clock. ``[model.endpoints.NAME] maxTokens`` replaces these for that endpoint.
+MAX_TOKENS: dict[str, int] = {"fast": 384, "critique": 192, "slow": 1024, "consolidate": 1536}
 
 
 class Asked(msgspec.Struct, Generic[T], frozen=True):
@@ -43,7 +55,11 @@ def ask(
     model = ctx.model()
     extra: dict[str, object] = {"prompt": prompt.sha256, "model": model.name}
     try:
-        completion = asyncio.run(complete_once(model, messages, json_schema=schema_for(type_)))
+        completion = asyncio.run(
+            complete_once(
+                model, messages, json_schema=schema_for(type_), max_tokens=MAX_TOKENS.get(prompt_name)
+            )
+        )
     except ModelError as exc:
         return Asked(None, f"model call failed: {exc.message}", extra, text)
     usage = completion.usage
@@ -53,6 +69,15 @@ def ask(
         extra["tokens_in"] = sum(estimated_tokens(m.content) for m in messages)
         extra["tokens_out"] = estimated_tokens(completion.text)
         extra["tokens_estimated"] = True
+    if completion.truncated:
+        cap = "" if completion.max_tokens is None else f"={completion.max_tokens}"
+        return Asked(
+            None,
+            f"model answer truncated at maxTokens{cap} (nothing was guessed from the cut-off text); "
+            "raise maxTokens for this endpoint if its answers need more",
+            extra,
+            text,
+        )
     try:
         value = decode_structured(completion.text, type_)
     except ValidationError as exc:

@@ -4,10 +4,15 @@
    alone", and no model call), then a fresh, size-bounded context packet: the latest state of play,
    the current plan step, recent progress, new observations with their taint, the tried-and-failed
    keys and the goal's last three critiques ("do not repeat these").
-2. Advance one step: the first pending plan step is the current one. With no plan the model derives
-   one action and the row says ``replan_needed=true``.
-3. One action intent, validated against ``ActionIntentOut``; anything else is a ``failed`` row and
-   no intent (fail closed).
+2. Wait, or advance one step. While any intent a fast tick staged for the active goal waits at
+   ``requires_approval`` (a gate stop), every later fast tick is a ``noop`` "waiting for the person",
+   with or without a plan step, and asks no model: one gate stop is one intent and one notice
+   candidate, however many ticks pass before the person decides. Otherwise the first pending plan
+   step is the current one; with no plan the model derives one action and the row says
+   ``replan_needed=true``.
+3. One action intent, validated against ``ActionIntentOut`` (``actionType`` is one of the registered
+   handler types, or ``none``); anything else is a ``failed`` row and no intent (fail closed). ``none``
+   is the model saying there is nothing to do now: a ``noop`` row with its rationale, nothing staged.
 4. Drift guard: an exact-ish repeat of a tried-and-failed action is recorded as a blocked intent
    (outcome ``blocked``) and never executed, unless the kernel sanctioned a recovery retry
    (``options["sanctioned_retry"]``).
@@ -24,10 +29,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from tickloop.config import section
+from tickloop.errors import ValidationError
 from tickloop.operator import candidates, drift, gate, staging
 from tickloop.operator.context import ContextPacket
 from tickloop.operator.domain import (
     GoalModel,
+    Intent,
     IntentStatus,
     Outcome,
     PlanStep,
@@ -35,7 +42,13 @@ from tickloop.operator.domain import (
     Verdict,
 )
 from tickloop.operator.runner import TickContext, TickResult
-from tickloop.operator.schemas import ActionIntentOut, CritiqueOut, check_critique
+from tickloop.operator.schemas import (
+    NOTHING_TO_DO,
+    ActionIntentOut,
+    CritiqueOut,
+    check_critique,
+    check_intent,
+)
 from tickloop.operator.ticks._ask import ask
 
 REFUSAL = "fast tick will not act on trajectory alone: there is no active goal model"
@@ -43,6 +56,8 @@ REFUSAL = "fast tick will not act on trajectory alone: there is no active goal m
 TRIED_WINDOW = timedelta(days=7)
 #: With no earlier fast tick, observations this recent count as new.
 NEW_WINDOW = timedelta(days=1)
+#: The row's detail while a gate stop of the active goal waits for the person.
+WAITING = "waiting for the person's decision"
 CRITIQUE_PREFACE = "Critiques of earlier ticks for this goal are in the packet: do not repeat these."
 _STOP_OUTCOMES = frozenset({Outcome.FAILED, Outcome.GATE_STOP, Outcome.BLOCKED})
 
@@ -54,13 +69,21 @@ def run(ctx: TickContext) -> TickResult:
     step = ctx.store.current_plan_step(ctx.profile, goal.version)
     step, waiting = settle_step(ctx, goal, step)
     if waiting is not None:
-        return TickResult(Outcome.NOOP, detail=f"waiting on the person's decision on intent {waiting}")
+        return TickResult(Outcome.NOOP, detail=f"{WAITING} on intent {waiting}")
     packet, tried, tainted = build_packet(ctx, goal, step)
     asked = ask(ctx, "fast", packet, ActionIntentOut, CRITIQUE_PREFACE if packet.critiques else "")
     notes = _notes(step)
     if asked.value is None:
         return TickResult(Outcome.FAILED, detail=notes, error=asked.error, extra=asked.extra)
-    result = decide(ctx, asked.value, step, tried=tried, tainted=tainted)
+    try:
+        out = check_intent(asked.value)
+    except ValidationError as exc:
+        error = f"invalid model output (nothing was guessed): {exc.message}"
+        return TickResult(Outcome.FAILED, detail=notes, error=error, extra=asked.extra)
+    if out.action_type == NOTHING_TO_DO:
+        said = f": {out.rationale or out.title}".rstrip(": ")
+        return TickResult(Outcome.NOOP, detail=f"{notes} nothing to do now{said}", extra=asked.extra)
+    result = decide(ctx, out, step, tried=tried, tainted=tainted, goal_version=goal.version)
     detail = f"{notes} {result.detail}".strip()
     return TickResult(result.outcome, detail, result.error, result.intent_id, asked.extra)
 
@@ -83,9 +106,12 @@ _RECENT_INTENTS = 200
 def settle_step(
     ctx: TickContext, goal: GoalModel, step: PlanStep | None
 ) -> tuple[PlanStep | None, int | None]:
-    """A gate-stopped step waits for the person instead of being proposed again: while its newest
-    intent awaits a decision, return that intent's id. Once decided, the step is done (approved) or
-    skipped (denied), and the next pending step is current."""
+    """Wait while the person decides: return the id of an intent that waits at ``requires_approval``.
+
+    A gate-stopped step is never proposed again: once its newest intent is decided, the step is done
+    (approved) or skipped (denied) and the next pending step is current. Beyond the steps, any open
+    gate stop of this goal's fast ticks (a step's or, with no plan, one derived from the goal) holds
+    every later fast tick until the person decides it."""
     store, profile, now = ctx.store, ctx.profile, ctx.clock.now()
     recent = store.list_intents(profile, limit=_RECENT_INTENTS)  # newest first; one read per tick
     while step is not None:
@@ -94,10 +120,20 @@ def settle_step(
             return step, newest.id
         settled = None if newest is None else _STEP_AFTER.get(newest.status)
         if settled is None:
-            return step, None
+            break
         store.set_step_status(profile, step.id, settled, now=now)
         step = store.current_plan_step(profile, goal.version)
-    return None, None
+    steps = {s.id for s in store.list_plan(profile, goal.version)}
+    open_stop = next((i for i in recent if _holds(i, goal, steps)), None)
+    return step, None if open_stop is None else open_stop.id
+
+
+def _holds(intent: Intent, goal: GoalModel, steps: set[int]) -> bool:
+    """A gate stop of this goal's fast ticks that still waits for the person."""
+    if intent.status is not IntentStatus.REQUIRES_APPROVAL or intent.origin.tick_kind != staging.ORIGIN_FAST:
+        return False
+    version, step_id = intent.payload.get("goal_version"), intent.payload.get("step_id")
+    return version == goal.version or (version is None and step_id in steps)
 
 
 def build_packet(
@@ -139,7 +175,13 @@ def build_packet(
 
 
 def decide(
-    ctx: TickContext, out: ActionIntentOut, step: PlanStep | None, *, tried: list[str], tainted: bool
+    ctx: TickContext,
+    out: ActionIntentOut,
+    step: PlanStep | None,
+    *,
+    tried: list[str],
+    tainted: bool,
+    goal_version: int | None = None,
 ) -> TickResult:
     """Drift guard, then the gate, through the one staging path; the intent is recorded on every path."""
     store, profile, now = ctx.store, ctx.profile, ctx.clock.now()
@@ -147,7 +189,7 @@ def decide(
         action_type=out.action_type,
         title=out.title,
         recipient=out.recipient,
-        payload=_payload(out, step),
+        payload=_payload(out, step, goal_version),
         origin=staging.ORIGIN_FAST,
         tainted=tainted,
     )
@@ -210,8 +252,10 @@ def after(ctx: TickContext, result: TickResult) -> None:
     )
 
 
-def _payload(out: ActionIntentOut, step: PlanStep | None) -> dict[str, Any]:
+def _payload(out: ActionIntentOut, step: PlanStep | None, goal_version: int | None) -> dict[str, Any]:
     payload: dict[str, Any] = {"body": out.body, "rationale": out.rationale}
+    if goal_version is not None:
+        payload["goal_version"] = goal_version
     if out.amount is not None:
         payload["amount"] = out.amount
     if out.vendor:

@@ -8,6 +8,8 @@
 3. Apply it: priorities of tasks that exist, then the ordered plan (``replace_plan``), keeping only
    steps linked to an open task or to none (model output is untrusted: an unknown or blocked task
    gets no step). Drift and what is falling behind become notice candidates for the person.
+   A review that leaves no plan step while open tasks remain did not do its job: a ``failed`` row
+   ("no plan for N open tasks") and nothing applied, never ``done`` with ``plan_steps=0``.
 """
 
 from __future__ import annotations
@@ -36,12 +38,20 @@ def run(ctx: TickContext) -> TickResult:
     if asked.value is None:
         return TickResult(Outcome.FAILED, detail=flipped, error=asked.error, extra=asked.extra)
     review = asked.value
-    changed = _reprioritise(ctx, tasks, review)
     steps = [
         NewPlanStep(s.title, s.task_id)
         for s in review.plan
         if s.task_id is None or (s.task_id in tasks and tasks[s.task_id].status not in _CLOSED)
     ]
+    open_tasks = sum(1 for t in tasks.values() if t.status not in _CLOSED)
+    if open_tasks and not steps:
+        error = (
+            f"the review wrote no plan for {open_tasks} open task{'s' if open_tasks != 1 else ''}"
+            f" ({len(review.plan)} step{'s' if len(review.plan) != 1 else ''} proposed, none usable);"
+            " nothing was applied"
+        )
+        return TickResult(Outcome.FAILED, detail=flipped, error=error, extra=asked.extra)
+    changed = _reprioritise(ctx, tasks, review)
     ctx.store.replace_plan(ctx.profile, goal.version, steps, now=ctx.clock.now())
     offered = _offer(ctx, "slow.drift", "Drifting from the goal", review.drift)
     offered += _offer(ctx, "slow.behind", "Falling behind", review.behind)
