@@ -312,7 +312,11 @@ def _attempt(ctx: TickContext, guard: Guard) -> TickResult:
 
 def _stderr_log(clock: Clock) -> Callable[[str], None]:
     def log(line: str) -> None:
-        # A log line may quote model output, titles or source text: inert on a terminal.
-        print(f"[{utc_iso(clock.now())}] {inert(line, keep_newlines=False)}", file=sys.stderr, flush=True)  # noqa: T201
+        # A log line may quote model output, titles or source text: inert on a terminal. A message
+        # of several lines keeps them (the executor's dry-run lines do), each continuation indented,
+        # so quoted text can never pass for a log line of its own.
+        first, *rest = inert(line).split("\n")
+        shown = "\n".join([first, *(row if row[:1] in (" ", "\t") else f"  {row}" for row in rest)])
+        print(f"[{utc_iso(clock.now())}] {shown}", file=sys.stderr, flush=True)  # noqa: T201
 
     return log

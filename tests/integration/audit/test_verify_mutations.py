@@ -52,7 +52,7 @@ def real_ledger(tmp_path_factory: pytest.TempPathFactory) -> list[Record]:
 
 async def _rich_session(tmp: Path) -> Path:
     """In process, with timers fired by hand: a completed run, a person's message during the delay
-    (cancel.state_changed), /tick stop during the delay, refusals, a provider error on step 2, and a
+    (cancel.person_message, written when the message is submitted), /tick stop during the delay, refusals, a provider error on step 2, and a
     close during the delay (stop.disposed)."""
     timers = ManualTimers()
     options = TickOptions.from_mapping({"delayMs": 0, "auditDir": str(tmp / "audit")})
@@ -76,9 +76,9 @@ async def _rich_session(tmp: Path) -> Path:
     agent.submit("/tick 2")
     await steps(2)
     agent.submit("/tick 3")
-    agent.submit("something else first")
+    agent.submit("something else first")  # cancels the pending step at once; its timer is disposed
     await settle()
-    timers.fire_next()
+    assert timers.pending == []
     agent.submit("/tick 2")
     agent.submit("/tick stop")
     agent.submit("/tick 0")
@@ -271,7 +271,7 @@ def test_the_rich_ledger_is_clean_and_holds_cancels_and_stops(rich_ledger: list[
     """The in-process session's ledger verifies under --strict and has every cancel and stop it set out to."""
     assert check(rich_ledger) == []
     rules = {(r["type"], r.get("rule")) for r in rich_ledger}
-    assert ("tick_cancelled_before_enqueue", "cancel.state_changed") in rules
+    assert ("tick_cancelled_before_enqueue", "cancel.person_message") in rules
     assert ("tick_cancelled_before_enqueue", "stop.user") in rules
     assert ("tick_cancelled_before_enqueue", "stop.disposed") in rules
     assert ("command_rejected", "stop.no_active_run") in rules
