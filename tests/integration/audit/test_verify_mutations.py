@@ -52,8 +52,8 @@ def real_ledger(tmp_path_factory: pytest.TempPathFactory) -> list[Record]:
 
 async def _rich_session(tmp: Path) -> Path:
     """In process, with timers fired by hand: a completed run, a person's message during the delay
-    (cancel.person_message, written when the message is submitted), /tick stop during the delay, refusals, a provider error on step 2, and a
-    close during the delay (stop.disposed)."""
+    (cancel.person_message, written when the message is submitted), /tick stop during the delay,
+    refusals, a provider error on step 2, and a close during the delay (stop.disposed)."""
     timers = ManualTimers()
     options = TickOptions.from_mapping({"delayMs": 0, "auditDir": str(tmp / "audit")})
     model = OfflineModel(fail_on_call=frozenset({6}))
