@@ -22,9 +22,13 @@ from tickloop.operator.store.sqlite import SQLiteMemoryStore, SQLiteStore
 NOW = datetime(2026, 7, 7, tzinfo=UTC)
 
 
-def test_memory_url_opens_a_migrated_sqlite_database_in_memory() -> None:
+def test_memory_url_opens_a_migrated_sqlite_database_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`memory://` is the SQLite backend in memory: the same migrations as a file, and no file."""
+    monkeypatch.chdir(tmp_path)
     with open_store("memory://") as store:
+        assert list(tmp_path.iterdir()) == []
         assert isinstance(store, SQLiteMemoryStore)
         assert store.schema_version() == len(migrations("sqlite"))
         assert store.url == "memory://"

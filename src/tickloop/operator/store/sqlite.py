@@ -43,13 +43,17 @@ class SQLiteStore(SqlStore):
         self._queries = load_queries("sqlite")
         # One connection per store; the lock keeps a threaded caller from interleaving transactions.
         self._lock = threading.RLock()
+        self._ensure_file(path, create=create)
+        self._conn = self._connect(path)
+        if migrate:
+            self.migrate()
+
+    def _ensure_file(self, path: Path, *, create: bool) -> None:
+        """Make the file (0600, in 0700 directories) when ``create``; else it must exist."""
         if create:
             _create_private(path, self.url)
         elif not path.is_file():
             raise StoreError(_missing(path, self.url))
-        self._conn = self._connect(path)
-        if migrate:
-            self.migrate()
 
     def _connect(self, path: Path) -> sqlite3.Connection:
         try:
@@ -347,6 +351,9 @@ class SQLiteMemoryStore(SQLiteStore):
                 built.migrate()
                 cls._template = built._conn
             return cls._template.serialize()
+
+    def _ensure_file(self, path: Path, *, create: bool) -> None:
+        """No file: the database lives in this process only (a file named ``:memory:`` was once made)."""
 
     def _connect(self, path: Path) -> sqlite3.Connection:  # noqa: ARG002  (always a new :memory:)
         try:
