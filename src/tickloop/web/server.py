@@ -6,7 +6,6 @@ or ``insecure_http``, which prints a warning: the dashboard approves email and p
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import sys
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tickloop.errors import ConfigError
+from tickloop.system import is_loopback_host
 from tickloop.web.auth import TokenStore
 
 DEFAULT_PORT = 8765
@@ -46,15 +46,6 @@ class Exposure:
         return f"[{self.host}]" if ":" in self.host else self.host
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def check_exposure(exposure: Exposure) -> list[str]:
     """Refuse an unsafe exposure with ``ConfigError``; return the warnings to print."""
     if (exposure.tls_cert is None) != (exposure.tls_key is None):
@@ -62,7 +53,7 @@ def check_exposure(exposure: Exposure) -> list[str]:
     for path in (exposure.tls_cert, exposure.tls_key):
         if path is not None and not path.is_file():
             raise ConfigError(f"TLS file {path} does not exist")
-    if is_loopback(exposure.host):
+    if is_loopback_host(exposure.host):
         return []
     if not exposure.allow_remote:
         raise ConfigError(

@@ -13,8 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tickloop.errors import ConfigError
+from tickloop.system import is_loopback_host as is_loopback
 from tickloop.web.auth import RateLimit, Sessions, TokenStore, csrf_ok, token_hash
-from tickloop.web.server import Exposure, check_exposure, is_loopback
+from tickloop.web.server import Exposure, check_exposure
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
