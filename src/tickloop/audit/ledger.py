@@ -27,13 +27,12 @@ from tickloop.protocol.ledger import (
     MAX_REPORTED,
     Oversized,
     Seal,
-    Verifier,
-    VerifyReport,
     canonical,
     chain_digest,
     decode,
     mac_of,
 )
+from tickloop.protocol.verify import Verifier, VerifyReport
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -140,7 +139,7 @@ def verify_file(
     strict: bool = False,
     max_reported: int = MAX_REPORTED,
 ) -> tuple[VerifyReport, LedgerRead]:
-    """Verify a ledger file in bounded memory (see ``tickloop.protocol.ledger.verify``).
+    """Verify a ledger file in bounded memory (see ``tickloop.protocol.verify.verify``).
 
     The returned ``LedgerRead`` carries only the torn tail: the lines stream through and are not kept.
     """

@@ -35,9 +35,8 @@ from tickloop.protocol.ledger import (
     MAX_REPORTED,
     Oversized,
     RecordType,
-    Verifier,
-    VerifyReport,
 )
+from tickloop.protocol.verify import Verifier, VerifyReport
 
 #: Cancels that claim the state changed: the transcript must show the change (a person's message).
 _STATE_CANCELS = frozenset({CANCEL_STATE_CHANGED, CANCEL_PERSON_MESSAGE})

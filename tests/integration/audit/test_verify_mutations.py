@@ -16,7 +16,8 @@ import pytest
 from tickloop.audit import session_file_name
 from tickloop.harness import Agent, TickOptions, open_chat_agent, tick_ledger, tick_plugin
 from tickloop.models import OfflineModel
-from tickloop.protocol.ledger import RULES, RecordType, canonical, verify
+from tickloop.protocol.ledger import RULES, RecordType, canonical
+from tickloop.protocol.verify import verify
 from tickloop.testing.harness import ManualTimers
 
 TICKLOOP = [sys.executable, "-m", "tickloop.cli"]

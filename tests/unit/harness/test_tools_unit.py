@@ -28,7 +28,8 @@ from tickloop.harness.tools import (
 from tickloop.harness.tools.base import digest
 from tickloop.models import OfflineModel
 from tickloop.models.base import ChatMessage, ToolCall, ToolCalls, ToolSpec
-from tickloop.protocol.ledger import RecordType, canonical, record, verify
+from tickloop.protocol.ledger import RecordType, canonical, record
+from tickloop.protocol.verify import verify
 
 
 def result(name: str, args: str, status: CallStatus, text: str = "fine") -> CallResult:

@@ -115,7 +115,7 @@ def test_each_golden_violation_is_reported_with_its_rule(name: str) -> None:
 
 def test_golden_set_covers_every_invariant() -> None:
     """There is a golden ledger for every rule verify can report, and none for a rule it cannot."""
-    source = (Path(__file__).parents[3] / "src/tickloop/protocol/ledger.py").read_text()
+    source = (Path(__file__).parents[3] / "src/tickloop/protocol/verify.py").read_text()
     rules = {part.split('"')[0] for part in source.split('"verify.')[1:]}
     assert rules == set(VIOLATIONS)
 
@@ -139,7 +139,7 @@ def test_concurrent_verify_of_records_is_independent_of_dict_order() -> None:
     """Key order in a hand-written ledger does not matter to verify (only canonical bytes do to the chain)."""
     lines = (GOLDEN / "valid_unchained.jsonl").read_bytes().splitlines()
     shuffled = [json.dumps(dict(reversed(list(json.loads(x).items())))).encode() for x in lines]
-    from tickloop.protocol.ledger import verify  # noqa: PLC0415
+    from tickloop.protocol.verify import verify  # noqa: PLC0415
 
     assert verify(enumerate(shuffled, start=1)).ok
     assert read_ledger(GOLDEN / "valid.jsonl").records()[0]["type"] == "loop_armed"

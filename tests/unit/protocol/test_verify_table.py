@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from tickloop.audit import ledger as ledger_module
 from tickloop.audit.ledger import LineReader
 from tickloop.errors import LedgerError
-from tickloop.protocol.ledger import Oversized, Phase, RecordType, canonical, decode, record, verify
+from tickloop.protocol.ledger import Oversized, RecordType, canonical, decode, record
 from tickloop.protocol.policy import compile_policy
+from tickloop.protocol.verify import Phase, verify
 
 POLICY = compile_policy("default", "tick")
 P = {
