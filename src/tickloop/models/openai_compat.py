@@ -18,7 +18,6 @@ stream before the cancellation propagates, so an interrupt is immediate and the 
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -36,6 +35,7 @@ from tickloop.models.base import (
     ToolSpec,
     Usage,
 )
+from tickloop.models.failures import context_text, is_connect_failure, root_cause, server_message, status_text
 from tickloop.models.grammar import grammar_schema
 from tickloop.system import is_loopback_host
 
@@ -318,7 +318,7 @@ class OpenAICompatModel:
         messages: Sequence[ChatMessage] = (),
         max_tokens: int | None = None,
     ) -> ModelError:
-        context = _context_text(exc, messages, max_tokens if max_tokens is not None else self.max_tokens)
+        context = context_text(exc, messages, max_tokens if max_tokens is not None else self.max_tokens)
         text = context or self._describe(exc, mid_stream=mid_stream)
         return ModelError(self._redact(self._where(text)))
 
@@ -326,7 +326,7 @@ class OpenAICompatModel:
         import openai  # noqa: PLC0415  (already imported by the call that failed)
 
         if isinstance(exc, openai.APIStatusError):
-            return _status_text(exc.status_code, _server_message(exc.body), self.api_key_env)
+            return status_text(exc.status_code, server_message(exc.body), self.api_key_env)
         if isinstance(exc, openai.APITimeoutError):
             return (
                 f"no answer within {self.timeout_s:g} s (timed out"
@@ -334,10 +334,10 @@ class OpenAICompatModel:
                 "Raise timeoutS for this endpoint if it is just slow."
             )
         if isinstance(exc, openai.APIConnectionError):
-            cause = _root_cause(exc)
+            cause = root_cause(exc)
             if mid_stream:
                 return f"the connection was lost mid-stream ({cause}); the answer is incomplete."
-            if _is_connect_failure(exc):
+            if is_connect_failure(exc):
                 return f"cannot connect ({cause}); is the server running and the base URL right?"
             return f"the server closed the connection without an answer ({cause})."
         return _content_text(exc, mid_stream=mid_stream)
@@ -467,120 +467,3 @@ def _completion_parts(response: object) -> tuple[str, Usage | None]:
         refusal = message.get("refusal")
         raise _ShapeError(f"the answer has no text{f' (refusal: {refusal})' if refusal else ''}")
     return text, _chunk_usage(answer)
-
-
-def _server_message(body: object) -> str:
-    if isinstance(body, Mapping):
-        error = body.get("error", body)
-        message = error.get("message") if isinstance(error, Mapping) else error
-        if message:
-            return str(message)[:300]
-    return json.dumps(body)[:300] if body is not None else ""
-
-
-_FORMAT_HINT = (
-    "the server rejected the request; if it mentions response_format, set responseFormat for this "
-    'endpoint to what it supports: "json_object_schema" (llama-cpp-python), "json_object" or "none".'
-)
-
-
-def _status_text(status: int, message: str, key_env: str | None) -> str:
-    said = f": {message}" if message else ""
-    key = f"${key_env}" if key_env else "the endpoint's API key (apiKeyEnv)"
-    hints = {
-        400: _FORMAT_HINT,
-        401: f"the server refused the credentials: check {key}.",
-        403: f"the server refused the credentials: check {key}.",
-        404: "check the base URL (it usually ends in /v1) and the model id.",
-        429: "rate limited or out of quota; tickloop does not retry on a timer: try again later.",
-    }
-    hint = hints.get(status) or (
-        "the server failed on its side; its log says why (tickloop does not retry on a timer)."
-        if status >= 500
-        else "the request was refused."
-    )
-    if "response_format" in message:  # llama-cpp-python answers an unsupported format with HTTP 500
-        hint = _FORMAT_HINT
-    return f"HTTP {status}{said.rstrip('.')}. {hint[0].upper()}{hint[1:]}"
-
-
-#: How servers say a request does not fit the model's context, and where they put the numbers:
-#: llama.cpp's llama-server (``exceed_context_size_error`` with ``n_prompt_tokens`` and ``n_ctx``,
-#: or HTTP 500 "Context size has been exceeded" when generation runs into the end of the context),
-#: OpenAI and vLLM ("maximum context length is M tokens. However, you requested N tokens (P in the
-#: messages, C in the completion)"), llama-cpp-python ("Requested tokens (N) exceed context window of M").
-_CONTEXT_SIGNS = re.compile(
-    r"context[ _](?:size|length|window)|exceed_context_size|context_length_exceeded", re.IGNORECASE
-)
-_OPENAI_CONTEXT = re.compile(r"maximum context length is (\d+) tokens", re.IGNORECASE)
-_OPENAI_PROMPT = [
-    re.compile(pattern, re.IGNORECASE)
-    for pattern in (r"(\d+) in the messages", r"messages resulted in (\d+) tokens", r"requested (\d+) tokens")
-]
-_LLAMA_CPP_PYTHON = re.compile(r"Requested tokens \((\d+)\) exceed context window of (\d+)", re.IGNORECASE)
-
-
-def _context_text(exc: Exception, messages: Sequence[ChatMessage], max_tokens: int | None) -> str:
-    """ "context exceeded: the packet is N tokens, the model's context is M" when the server said the
-    request does not fit (with the numbers it gave; else the packet estimated), or "" if it did not."""
-    import openai  # noqa: PLC0415  (already imported by the call that failed)
-
-    if not isinstance(exc, openai.APIError):
-        return ""
-    body = exc.body if isinstance(exc, openai.APIStatusError) else getattr(exc, "body", None)
-    error = body.get("error", body) if isinstance(body, Mapping) else {}
-    fields: Mapping[str, Any] = error if isinstance(error, Mapping) else {}
-    said = _server_message(body) if body is not None else exc.message
-    kind = f"{fields.get('type', '')} {fields.get('code', '')}"
-    if not _CONTEXT_SIGNS.search(f"{said} {kind}"):
-        return ""
-    prompt, window = _int(fields.get("n_prompt_tokens")), _int(fields.get("n_ctx"))
-    if match := _LLAMA_CPP_PYTHON.search(said):
-        prompt, window = prompt or int(match[1]), window or int(match[2])
-    if window is None and (match := _OPENAI_CONTEXT.search(said)):
-        window = int(match[1])
-    for pattern in _OPENAI_PROMPT:  # the messages' own count first: the total includes the answer
-        if prompt is None and (match := pattern.search(said)):
-            prompt = int(match[1])
-    if prompt is not None:
-        packet = f"the packet is {prompt} tokens"
-    else:
-        estimate = sum(len(m.content.encode("utf-8")) for m in messages) // 4
-        packet = f"the packet is about {estimate} tokens (estimated: the server did not count it)"
-    size = (
-        f"the model's context is {window}"
-        if window is not None
-        else "the server did not say its context size"
-    )
-    answer = f"; the answer may add up to maxTokens={max_tokens}" if max_tokens is not None else ""
-    return (
-        f"context exceeded: {packet}, {size}{answer}. Shorten what is sent, lower maxTokens, or serve the "
-        f"model with a larger context (llama.cpp: --ctx-size). The server said: {said.rstrip('.')}."
-    )
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def _is_connect_failure(exc: BaseException) -> bool:
-    """Refused, unresolvable or unroutable: nothing answered (vs a server that hung up on us)."""
-    names = {"ConnectError", "ConnectTimeout", "ConnectionRefusedError", "gaierror"}
-    seen: BaseException | None = exc
-    for _ in range(10):
-        if seen is None:
-            return False
-        if type(seen).__name__ in names:
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def _root_cause(exc: BaseException) -> str:
-    seen = exc
-    for _ in range(10):  # bounded: a chain is short, and a cycle must not hang an error path
-        nxt = seen.__cause__ or seen.__context__
-        if nxt is None:
-            break
-        seen = nxt
-    return f"{type(seen).__name__}: {seen}" if str(seen) else type(seen).__name__
