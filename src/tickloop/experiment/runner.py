@@ -290,6 +290,7 @@ class Runner:
 
     async def _session(self, plan: SessionPlan, attempt: int) -> str:
         from tickloop.harness import TickOptions, open_chat_agent  # noqa: PLC0415
+        from tickloop.harness.tools import open_toolbox, tools_settings  # noqa: PLC0415
 
         spec, session_id = self.spec, plan.session_id(self.spec.name, attempt)
         base = {"key": plan.key, "sessionId": session_id}
@@ -308,12 +309,16 @@ class Runner:
         meter = StepMeter(self.progress)
         error: str | None = None
         try:
+            # The spec's toolsets, with the config's [tools] settings (the workspace root, caps).
+            tools = tools_settings(self.settings.tools, enable=spec.tools) if spec.tools else None
             agent = open_chat_agent(
                 self._model(plan.cell.model),
                 sessions_dir=self.out / SESSIONS,
                 session_id=session_id,
                 tick=options,
                 listeners=[meter],
+                toolbox=None if tools is None else open_toolbox(tools),
+                max_rounds=8 if tools is None else tools.max_rounds,
             )
             await agent.start()
             try:

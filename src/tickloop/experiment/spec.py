@@ -33,7 +33,7 @@ from tickloop.errors import ConfigError, PolicyError
 from tickloop.protocol.policy import PolicySet
 
 #: Toolsets a session may enable (the harness's tool calling); the runner passes them to each session.
-TOOLSETS: frozenset[str] = frozenset()
+TOOLSETS: frozenset[str] = frozenset({"workspace"})
 _ID = msgspec.Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 _TEXT = msgspec.Meta(min_length=1, max_length=16_384)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tickloop.audit.ledger import verify_file
+from tickloop.audit.replay import replay
 from tickloop.config import load_settings
 from tickloop.experiment.export import export
 from tickloop.experiment.report import PLOTS, plots, summarise
@@ -73,6 +74,9 @@ async def test_a_grid_runs_real_sessions_whose_ledgers_verify(tmp_path: Path, sc
     for ledger in ledgers:
         report, _ = verify_file(ledger)
         assert report.violations == [], ledger
+        # ... and each ledger agrees with its session transcript (audit replay)
+        replayed = replay(ledger, out / "sessions")
+        assert replayed.ok, [d.render() for d in replayed.disagreements]
     counts = export([out], tmp_path / "x", "jsonl")
     assert counts == {"sessions": 12, "steps": 48}
     rows = [json.loads(line) for line in (tmp_path / "x" / "steps.jsonl").read_text().splitlines()]
@@ -309,3 +313,26 @@ async def test_token_budget_without_reported_usage_uses_an_estimate(tmp_path: Pa
     assert stop["steps"] < 8
     finished = [r for r in Manifest(out / "manifest.jsonl").read() if r["event"] == "finished"]
     assert finished[0]["endRule"] == "stop.token_budget"
+
+
+async def test_an_experiment_with_the_workspace_toolset_counts_tool_calls(tmp_path: Path) -> None:
+    """tools = ["workspace"] offers the jailed toolset to every session; each time step's tool call is
+    in the ledger and in the dataset's tool_calls column, and the ledgers still verify."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "notes.md").write_text("hello\n", encoding="utf-8")
+    config = tmp_path / "config.toml"
+    config.write_text(f'[tools.workspace]\nroot = "{workspace}"\n', encoding="utf-8")
+    spec = parse_spec(
+        b'name = "tools"\nopening = ["Wait for time steps."]\npolicies = ["lister"]\nmodels = ["offline"]\n'
+        b'steps = 2\nreplicates = 1\ntools = ["workspace"]\n[inlinePolicies]\nlister = "tick: list files"\n',
+        where="s",
+    )
+    out = tmp_path / "run"
+    summary = await Runner(spec, out, settings=load_settings(env={}, path=config), env={}).run()
+    assert summary.statuses == {"complete": 1}
+    ledger = next((out / "ledgers").iterdir())
+    assert verify_file(ledger)[0].violations == []
+    export([out], tmp_path / "x", "jsonl")
+    rows = [json.loads(line) for line in (tmp_path / "x" / "steps.jsonl").read_text().splitlines()]
+    assert [(r["step"], r["tool_calls"]) for r in rows] == [(1, 1), (2, 1)]

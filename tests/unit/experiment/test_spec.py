@@ -51,7 +51,7 @@ def test_a_valid_spec_enumerates_its_grid() -> None:
         (GOOD.replace("steps = 4", 'steps = "four"'), "$.steps"),
         (GOOD.replace('brief = "tick (one sentence)"', 'brief = " "'), "blank"),
         ("name = [", "not valid TOML"),
-        ('tools = ["shell"]\n' + GOOD, "unknown toolset 'shell'"),
+        ('tools = ["shell"]\n' + GOOD, "unknown toolset 'shell' (known: workspace)"),
     ],
 )
 def test_bad_specs_name_the_key(text: str, names: str) -> None:
