@@ -144,7 +144,11 @@ def prepare_dir(spec: Spec, out: Path) -> None:
 
 
 class _LimitedModel:
-    """A model whose concurrent requests are bounded by a semaphore shared per endpoint."""
+    """A session's view of its endpoint's ONE model: requests bounded by the endpoint's semaphore.
+
+    Every session of an endpoint shares one model, and so one connection pool: the runner opens it
+    for the run and closes it at the end, so a session's ``keep_connections``/``aclose`` do nothing
+    (one session ending must not close the connections the others are using)."""
 
     def __init__(self, model: ChatModel, gate: asyncio.Semaphore) -> None:
         self._model, self._gate = model, gate
@@ -168,10 +172,10 @@ class _LimitedModel:
             return await self._model.complete(messages, json_schema=json_schema, max_tokens=max_tokens)
 
     def keep_connections(self) -> None:
-        self._model.keep_connections()
+        pass  # the runner keeps the shared model's connections for the whole run
 
     async def aclose(self) -> None:
-        await self._model.aclose()
+        pass  # the runner closes the shared model when the run ends
 
 
 @dataclass(slots=True)
@@ -246,6 +250,7 @@ class Runner:
         self.progress: Progress = progress or _Quiet()
         self.manifest = Manifest(out / MANIFEST)
         self._gates: dict[str, asyncio.Semaphore] = {}
+        self._models: dict[str, ChatModel] = {}  #: one per endpoint, shared by its sessions
         self.statuses: dict[str, int] = {}
 
     async def run(self) -> RunSummary:
@@ -273,7 +278,11 @@ class Runner:
             cells[plan.cell.name] = cells.get(plan.cell.name, 0) + 1
         self.progress.planned(cells, skipped, self.spec.steps)
         queue = iter(todo)
-        await asyncio.gather(*(self._worker(queue) for _ in range(min(self.concurrency, len(todo)))))
+        try:
+            await asyncio.gather(*(self._worker(queue) for _ in range(min(self.concurrency, len(todo)))))
+        finally:
+            for model in self._models.values():
+                await model.aclose()
         return RunSummary(len(todo), skipped, abandoned, dict(self.statuses))
 
     async def _worker(self, queue: Iterator[tuple[SessionPlan, int]]) -> None:
@@ -285,8 +294,11 @@ class Runner:
     def _model(self, name: str) -> ChatModel:
         from tickloop.models.registry import get_model  # noqa: PLC0415
 
-        gate = self._gates.setdefault(name, asyncio.Semaphore(self.per_endpoint))
-        return _LimitedModel(get_model(name, self.settings, self.env), gate)
+        if name not in self._models:
+            self._models[name] = get_model(name, self.settings, self.env)
+            self._models[name].keep_connections()
+            self._gates[name] = asyncio.Semaphore(self.per_endpoint)
+        return _LimitedModel(self._models[name], self._gates[name])
 
     async def _session(self, plan: SessionPlan, attempt: int) -> str:
         from tickloop.harness import TickOptions, open_chat_agent  # noqa: PLC0415
