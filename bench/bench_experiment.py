@@ -132,7 +132,10 @@ def throughput(sessions: int) -> None:
 
 
 def peak_rss(sessions: int) -> int:
-    """KiB of peak RSS of a `tickloop experiment run` child process."""
+    """KiB of peak RSS of a `tickloop experiment run` child process.
+
+    Read from the child's own ``VmHWM`` while it runs: ``ru_maxrss`` would report this (large)
+    process's size, which a forked child inherits before it execs the new program."""
     scratch = _scratch()
     try:
         (scratch / "spec.toml").write_bytes(_spec(sessions, 1))
@@ -157,10 +160,17 @@ def peak_rss(sessions: int) -> int:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        _, status, usage = os.wait4(child.pid, 0)  # this child's own peak, not the max of all children
-        child.returncode = os.waitstatus_to_exitcode(status)
+        peak, status = 0, Path(f"/proc/{child.pid}/status")
+        while child.poll() is None:
+            try:
+                for line in status.read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        peak = max(peak, int(line.split()[1]))
+            except (OSError, ValueError, IndexError):
+                pass  # it exited between poll() and the read
+            time.sleep(0.05)
         assert child.returncode == 0, child.returncode
-        return int(usage.ru_maxrss)
+        return peak
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

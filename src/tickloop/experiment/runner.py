@@ -34,6 +34,7 @@ from tickloop.errors import ConfigError
 from tickloop.experiment.spec import ALL, SessionPlan, Shard, Spec
 from tickloop.harness.events import AgentEvent, TextStreamed, TurnEnded, TurnStarted
 from tickloop.models.base import ChatMessage, ChatModel, Completion, StreamEvent, ToolSpec
+from tickloop.models.offline import OfflineModel
 
 MANIFEST = "manifest.jsonl"
 SESSIONS = "sessions"
@@ -260,30 +261,40 @@ class Runner:
             get_model(name, self.settings, self.env)
         prepare_dir(self.spec, self.out)
         state = manifest_state(self.manifest)
-        todo: list[tuple[SessionPlan, int]] = []
+        # A first pass only counts (for the progress bar and the summary); the second streams the
+        # sessions to the workers, so the grid is never held in memory.
+        cells: dict[str, int] = {}
         skipped = abandoned = 0
-        for plan in self.spec.sessions():
-            if not self.shard.owns(plan):
-                continue
-            entry = state.get(plan.key, _KeyState())
-            if entry.finished:
+        for plan in self._owned():
+            entry = state.get(plan.key)
+            if entry is not None and entry.finished:
                 skipped += 1
                 continue
-            if entry.open_session is not None:
-                self.manifest.append({"event": "abandoned", "key": plan.key, "sessionId": entry.open_session})
-                abandoned += 1
-            todo.append((plan, entry.attempts + 1))
-        cells: dict[str, int] = {}
-        for plan, _ in todo:
+            abandoned += entry is not None and entry.open_session is not None
             cells[plan.cell.name] = cells.get(plan.cell.name, 0) + 1
         self.progress.planned(cells, skipped, self.spec.steps)
-        queue = iter(todo)
+        todo = sum(cells.values())
+        queue = self._pending(state)
         try:
-            await asyncio.gather(*(self._worker(queue) for _ in range(min(self.concurrency, len(todo)))))
+            await asyncio.gather(*(self._worker(queue) for _ in range(min(self.concurrency, todo))))
         finally:
             for model in self._models.values():
                 await model.aclose()
-        return RunSummary(len(todo), skipped, abandoned, dict(self.statuses))
+        return RunSummary(todo, skipped, abandoned, dict(self.statuses))
+
+    def _owned(self) -> Iterator[SessionPlan]:
+        return (plan for plan in self.spec.iter_sessions() if self.shard.owns(plan))
+
+    def _pending(self, state: dict[str, _KeyState]) -> Iterator[tuple[SessionPlan, int]]:
+        """Each unfinished session with its attempt number; an attempt a crash left open is
+        recorded ``abandoned`` just before its key runs again as a new session."""
+        for plan in self._owned():
+            entry = state.get(plan.key, _KeyState())
+            if entry.finished:
+                continue
+            if entry.open_session is not None:
+                self.manifest.append({"event": "abandoned", "key": plan.key, "sessionId": entry.open_session})
+            yield plan, entry.attempts + 1
 
     async def _worker(self, queue: Iterator[tuple[SessionPlan, int]]) -> None:
         for plan, attempt in queue:  # one shared iterator: each plan goes to exactly one worker
@@ -294,11 +305,17 @@ class Runner:
     def _model(self, name: str) -> ChatModel:
         from tickloop.models.registry import get_model  # noqa: PLC0415
 
-        if name not in self._models:
-            self._models[name] = get_model(name, self.settings, self.env)
-            self._models[name].keep_connections()
-            self._gates[name] = asyncio.Semaphore(self.per_endpoint)
-        return _LimitedModel(self._models[name], self._gates[name])
+        gate = self._gates.setdefault(name, asyncio.Semaphore(self.per_endpoint))
+        model = self._models.get(name)
+        if model is None:
+            model = get_model(name, self.settings, self.env)
+            if isinstance(model, OfflineModel):
+                # Stateful per session (its call history, failures scripted by call number) and
+                # holding no connection: each session gets its own, freed when the session ends.
+                return _LimitedModel(model, gate)
+            model.keep_connections()
+            self._models[name] = model
+        return _LimitedModel(model, gate)
 
     async def _session(self, plan: SessionPlan, attempt: int) -> str:
         from tickloop.harness import TickOptions, open_chat_agent  # noqa: PLC0415

@@ -23,6 +23,7 @@ of the key, so ``--shard K/N`` for K = 1..N splits the grid into disjoint parts 
 
 import hashlib
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
@@ -105,7 +106,13 @@ class Spec:
 
     def sessions(self) -> list[SessionPlan]:
         """Every session of the grid, in a stable order."""
-        return [SessionPlan(cell, r) for cell in self.cells() for r in range(1, self.replicates + 1)]
+        return list(self.iter_sessions())
+
+    def iter_sessions(self) -> Iterator[SessionPlan]:
+        """``sessions()`` one at a time: a runner never holds the whole grid."""
+        for cell in self.cells():
+            for r in range(1, self.replicates + 1):
+                yield SessionPlan(cell, r)
 
 
 @dataclass(frozen=True, slots=True)
