@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.chat_process import run_chat
+
 from tickloop.audit import session_file_name
 
 TICKLOOP = [sys.executable, "-m", "tickloop.cli"]
@@ -164,17 +166,7 @@ def test_keyed_chat_ledger_from_audit_key_env(workdir: Path) -> None:
     """`[tick] auditKeyEnv` names the variable; chat writes macs with it and verify --key-env checks them."""
     (workdir / "c.toml").write_text('[tick]\ndelayMs = 0\nauditKeyEnv = "MY_AUDIT_KEY"\n')
     env = {**os.environ, "TICKLOOP_CONFIG": str(workdir / "c.toml"), "MY_AUDIT_KEY": "s3cret-key-value"}
-    result = subprocess.run(
-        [*TICKLOOP, "chat", "--session", "k"],
-        input="hello\n/tick 2\n",
-        cwd=workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
+    run_chat(workdir, "k", "hello\n/tick 2\n", env)
     path = workdir / ".tickloop-audit" / session_file_name("k")
     assert b"s3cret-key-value" not in path.read_bytes()
     assert all(b'"mac":"hmac-sha256:' in line for line in path.read_bytes().splitlines())
@@ -188,17 +180,7 @@ def test_chat_refuses_to_start_when_the_audit_key_variable_is_missing(workdir: P
     (workdir / "c.toml").write_text('[tick]\nauditKeyEnv = "NO_SUCH_AUDIT_KEY"\n')
     env = {k: v for k, v in os.environ.items() if k != "NO_SUCH_AUDIT_KEY"}
     env["TICKLOOP_CONFIG"] = str(workdir / "c.toml")
-    result = subprocess.run(
-        [*TICKLOOP, "chat", "--session", "k"],
-        input="hello\n",
-        cwd=workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 2
+    result = run_chat(workdir, "k", "hello\n", env, expect=2)
     assert "NO_SUCH_AUDIT_KEY" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (workdir / ".tickloop-sessions").exists()

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.chat_process import run_chat
 
 from tickloop.audit import session_file_name
 
@@ -30,17 +31,7 @@ def config(path: Path, *, token_delay_ms: int, delay_ms: int = 50) -> dict[str, 
 
 
 def chat(cwd: Path, session: str, script: str, env: dict[str, str]) -> None:
-    result = subprocess.run(
-        [*TICKLOOP, "chat", "--session", session],
-        input=script,
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
+    run_chat(cwd, session, script, env)
 
 
 def transcript(cwd: Path, session: str) -> Path:

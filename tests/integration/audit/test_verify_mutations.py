@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.chat_process import run_chat
 
 from tickloop.audit import session_file_name
 from tickloop.harness import Agent, TickOptions, open_chat_agent, tick_ledger, tick_plugin
@@ -20,7 +19,6 @@ from tickloop.protocol.ledger import RULES, RecordType, canonical
 from tickloop.protocol.verify import verify
 from tickloop.testing.harness import ManualTimers
 
-TICKLOOP = [sys.executable, "-m", "tickloop.cli"]
 Record = dict[str, Any]
 
 
@@ -28,17 +26,7 @@ def chat_ledger(cwd: Path, session: str, script: str, config: str) -> list[Recor
     """Run a scripted `tickloop chat` and return its ledger's records."""
     (cwd / "c.toml").write_text(config)
     env = {**os.environ, "TICKLOOP_CONFIG": str(cwd / "c.toml")}
-    result = subprocess.run(
-        [*TICKLOOP, "chat", "--session", session],
-        input=script,
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
+    run_chat(cwd, session, script, env)
     path = cwd / ".tickloop-audit" / session_file_name(session)
     return [json.loads(line) for line in path.read_bytes().splitlines()]
 
