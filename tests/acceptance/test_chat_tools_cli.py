@@ -36,6 +36,19 @@ def environment(cfg: Path) -> dict[str, str]:
     return {**os.environ, "TICKLOOP_CONFIG": str(cfg)}
 
 
+def start_chat(work: Path, cfg: Path, *, stdout: int) -> subprocess.Popen[str]:
+    """`tickloop chat --session k` in ``work``, its stdin open for the test to type into."""
+    return subprocess.Popen(
+        [*TICKLOOP, "chat", "--session", "k"],
+        stdin=subprocess.PIPE,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        cwd=work,
+        env=environment(cfg),
+        text=True,
+    )
+
+
 def session_records(work: Path) -> list[dict[str, Any]]:
     path = work / ".tickloop-sessions" / session_file_name("k")
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -61,15 +74,7 @@ def test_kill_9_during_a_tool_call_then_recovery_and_resume_never_repeat_the_cal
     with OpenAIServer(default=Reply.text("resumed")) as server:
         server.script(Reply.text("hello there"), *step, slow)
         cfg = config(tmp_path / "config.toml", server.base_url, tmp_path)
-        proc = subprocess.Popen(
-            [*TICKLOOP, "chat", "--session", "k"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            cwd=tmp_path,
-            env=environment(cfg),
-            text=True,
-        )
+        proc = start_chat(tmp_path, cfg, stdout=subprocess.DEVNULL)
         try:
             assert proc.stdin is not None
             proc.stdin.write("hello\n/tick 3\n")
@@ -132,15 +137,7 @@ def test_ctrl_c_during_a_tool_call_interrupts_the_turn_and_stops_the_call(tmp_pa
     with OpenAIServer(default=Reply.text("back")) as server:
         server.script(slow)
         cfg = config(tmp_path / "config.toml", server.base_url, tmp_path)
-        proc = subprocess.Popen(
-            [*TICKLOOP, "chat", "--session", "k"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=tmp_path,
-            env=environment(cfg),
-            text=True,
-        )
+        proc = start_chat(tmp_path, cfg, stdout=subprocess.PIPE)
         try:
             assert proc.stdin is not None
             proc.stdin.write("go slowly\n")

@@ -203,13 +203,12 @@ class StepMeter:
                 self._current["ttftMs"] = _ms(now - self._t0)
             self._text.append(event.text)
         elif isinstance(event, TurnEnded) and self._current is not None:
-            self._end(event, now)
+            self._end(self._current, event, now)
 
-    def _end(self, event: TurnEnded, now: float) -> None:
-        assert self._current is not None
+    def _end(self, current: dict[str, Any], event: TurnEnded, now: float) -> None:
         terminal, text = event.terminal, "".join(self._text)
         usage = terminal.usage
-        self._current.update(
+        current.update(
             status=str(terminal.status),
             latencyMs=_ms(now - self._t0),
             inputTokens=None if usage is None else usage.input_tokens,
@@ -218,8 +217,8 @@ class StepMeter:
             chars=len(text),
             words=len(text.split()),
         )
-        self._current.setdefault("ttftMs", None)
-        self.steps.append(self._current)
+        current.setdefault("ttftMs", None)
+        self.steps.append(current)
         self.progress.step_done(error=str(terminal.status) != "completed")
         self._current = None
 
