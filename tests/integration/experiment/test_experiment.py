@@ -208,6 +208,8 @@ def test_shards_run_apart_and_export_merges_them(tmp_path: Path) -> None:
 
 
 SECRET_KEY = "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
+#: provider keys that only the prefix rule catches: too short for the 40-character rule, not 32 hex digits
+SHORT_KEYS = ("sk-proj-Zq9xW2vLmN4p", "ghp_Ab12Cd34Ef56Gh78", "xoxb-Tq7Rw3Yz8Ks2")
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
@@ -222,9 +224,10 @@ async def test_redacted_export_leaks_nothing_planted(tmp_path: Path, fmt: str, k
         f"{host}",
         f"{user}",
         "https://api.example.org/v1/x",
+        *SHORT_KEYS,
     ]
     policy = (
-        f"tick; key {SECRET_KEY} path /home/alice/private/notes.md host {host} user {user} url {planted[4]}"
+        f"tick; keys {' '.join(SHORT_KEYS)} key {SECRET_KEY} path /home/alice/private/notes.md host {host} user {user} url {planted[4]}"
     )
     spec_text = f"""
 name = "leak"
@@ -244,6 +247,7 @@ planted = "{policy}"
     # The raw run does hold the planted text: the test would fail if the export were a copy.
     raw = b"".join(p.read_bytes() for p in (out / "sessions").iterdir())
     assert SECRET_KEY.encode() in raw
+    assert all(key.encode() in raw for key in SHORT_KEYS)
     target = tmp_path / "export"
     export([out], target, fmt, keep_text=keep_text)  # type: ignore[arg-type]
     exported = [p.read_bytes() for p in target.iterdir()]
@@ -258,7 +262,7 @@ planted = "{policy}"
     assert not re.search(rb"20\d\d-\d\d-\d\dT\d\d:\d\d", blob), "a wall-clock timestamp leaked"
     report = (target / "REDACTION.md").read_text()
     if keep_text:
-        assert "<secret>" in blob.decode("utf-8", "replace") or fmt == "parquet"
+        assert "<secret>" in blob.decode("utf-8", "replace")  # parquet: in the decoded table rows
         assert re.search(r"\| secret \| [1-9]", report)
     else:
         assert re.search(r"\| text \(replaced by sha256 and length\) \| 4 \|", report)
