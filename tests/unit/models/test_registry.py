@@ -10,7 +10,8 @@ import pytest
 
 from tickloop.config import Settings, load_settings
 from tickloop.errors import ConfigError
-from tickloop.models import OfflineModel, OpenAICompatModel, get_model, known_models
+from tickloop.models import ChatMessage, OfflineModel, OpenAICompatModel, get_model, known_models
+from tickloop.testing.openai_server import OpenAIServer, Reply
 
 KEY = "sk-deepseek-0123456789SECRET"
 
@@ -86,12 +87,20 @@ def test_an_endpoint_from_toml_gets_its_key_from_the_environment(tmp_path: Path)
     assert KEY not in repr(model)
 
 
-def test_a_key_can_come_from_the_env_file(tmp_path: Path) -> None:
-    """The key may live in the env file named by envFile instead of the environment."""
+async def test_a_key_can_come_from_the_env_file(tmp_path: Path) -> None:
+    """The key may live in the env file named by envFile instead of the environment: the request the
+    provider sends carries exactly that key."""
     env_file = tmp_path / "secrets.env"
     env_file.write_text(f"DEEPSEEK_API_KEY={KEY}\n", encoding="utf-8")
-    settings = settings_from(tmp_path, f'envFile = "{env_file}"\n{DEEPSEEK}')
-    assert isinstance(get_model("deepseek", settings, {}), OpenAICompatModel)
+    with OpenAIServer(default=Reply.text("hi")) as server:
+        config = DEEPSEEK.replace("https://api.deepseek.com/v1", server.base_url)
+        settings = settings_from(tmp_path, f'envFile = "{env_file}"\n{config}')
+        model = get_model("deepseek", settings, {})
+        assert isinstance(model, OpenAICompatModel)
+        await model.complete([ChatMessage("user", "hello")])
+        await model.aclose()
+        [request] = server.requests
+    assert request.headers["authorization"] == f"Bearer {KEY}"
 
 
 def test_a_missing_key_names_the_variable_not_a_value(tmp_path: Path) -> None:
