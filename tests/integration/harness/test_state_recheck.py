@@ -21,7 +21,8 @@ OTHER_PLUGIN = Source("plugin", "another-plugin")
 async def test_input_queued_another_way_cancels_the_scheduled_step_as_a_state_change(
     make_chat: ChatFactory, source: Source, let_it_run: bool
 ) -> None:
-    """Input queued during the delay (not typed) cancels the step with cancel.state_changed; no time step is sent."""
+    """Input queued during the delay (not typed) cancels the step with cancel.state_changed, and no
+    time step is sent."""
     timers = ManualTimers()
     chat = await make_chat(timers=timers)
     await chat.say("hello")

@@ -149,8 +149,9 @@ def test_the_login_form_refuses_a_post_without_its_pre_session_csrf_token(
         attempts = [
             page.request.post(f"{web.base}/login", form={"token": token}, max_redirects=0),
             page.request.post(f"{web.base}/login", form={"csrf": "guess", "token": token}, max_redirects=0),
-            cookieless.request.post(f"{web.base}/login", form={"csrf": pre.group(1), "token": token},
-                                    max_redirects=0),  # fmt: skip
+            cookieless.request.post(
+                f"{web.base}/login", form={"csrf": pre.group(1), "token": token}, max_redirects=0
+            ),
         ]
         assert [a.status for a in attempts] == [403, 403, 403]
         assert all("CSRF" in a.text() for a in attempts)

@@ -22,7 +22,9 @@ INTENT = Intent(
     claim_prior=IntentStatus.APPROVED, dry_run=True, result=None, handoff=False, origin=IntentOrigin(),
     created_at=NOW, updated_at=NOW,
 )  # fmt: skip
-APPROVAL = Decision(id=7, profile="p", intent_id=43, kind=DecisionKind.APPROVE, by="cli", note="", decided_at=NOW)
+APPROVAL = Decision(
+    id=7, profile="p", intent_id=43, kind=DecisionKind.APPROVE, by="cli", note="", decided_at=NOW
+)
 
 
 @pytest.mark.parametrize("kind", list(DecisionKind))
