@@ -226,7 +226,10 @@ async def test_redacted_export_leaks_nothing_planted(tmp_path: Path, fmt: str, k
         "https://api.example.org/v1/x",
         *SHORT_KEYS,
     ]
-    policy = f"tick; keys {' '.join(SHORT_KEYS)} key {SECRET_KEY} path /home/alice/private/notes.md host {host} user {user} url {planted[4]}"
+    policy = (
+        f"tick; keys {' '.join(SHORT_KEYS)} key {SECRET_KEY} path /home/alice/private/notes.md "
+        f"host {host} user {user} url {planted[4]}"
+    )
     spec_text = f"""
 name = "leak"
 opening = ["My key is {SECRET_KEY}, my notes are in /home/alice/private/notes.md on {host}."]
