@@ -24,7 +24,7 @@ from tickloop.harness.commands import CommandPlane, CommandResult, is_command
 from tickloop.harness.events import AgentEvent, Listener, Notice, TextStreamed, TurnEnded, TurnStarted
 from tickloop.harness.jsonl import SessionError
 from tickloop.harness.plugin import Plugin, PluginHost
-from tickloop.harness.presence import ChatPresence, chat_active, presence_path
+from tickloop.presence import ChatPresence, chat_active, presence_path
 from tickloop.harness.session import (
     DEFAULT_SESSIONS_DIR,
     Session,

@@ -18,7 +18,7 @@ import pytest
 
 from tickloop.config import Settings
 from tickloop.errors import ConfigError
-from tickloop.harness.presence import ChatPresence
+from tickloop.presence import ChatPresence
 from tickloop.operator.attention import AttentionSettings, Candidate, Check, Kind, VoiceCheck
 from tickloop.operator.conditions import MonitorSettings
 from tickloop.operator.domain import NewProgress, Outcome
