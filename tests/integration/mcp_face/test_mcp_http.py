@@ -153,7 +153,7 @@ def test_tls_serves_https_with_the_given_certificate(sqlite_op: Operator, tmp_pa
         ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
          "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
          "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True, capture_output=True,
+        check=True, capture_output=True, timeout=120,
     )  # fmt: skip
     token = issue_token(sqlite_op)
     with serving(sqlite_op, "--certfile", str(cert), "--keyfile", str(key)) as url:

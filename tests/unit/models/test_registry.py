@@ -215,5 +215,7 @@ def test_the_offline_path_never_imports_the_openai_sdk() -> None:
         "s = load_settings({}); m.get_model('offline', s, {}); m.get_model('local', s, {}); "
         "print('LOADED', 'openai' in sys.modules, 'httpx2' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
     assert "LOADED False False" in out
