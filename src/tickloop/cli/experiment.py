@@ -13,6 +13,8 @@ import click
 from tickloop.inert import inert
 
 _DIR = click.Path(path_type=Path, file_okay=False)
+#: ``experiment run`` finished, but some sessions were refused or crashed (README "Exit codes").
+EXIT_SESSIONS_FAILED = 3
 
 
 @click.group()
@@ -53,6 +55,13 @@ def run(spec_path: Path, out: Path | None, concurrency: int, per_endpoint: int |
         f"{spec.name}: ran {summary.ran} sessions ({statuses}); skipped {summary.skipped} complete; "
         f"{summary.abandoned} abandoned attempts re-run as new sessions -> {target}"
     )
+    if summary.failed:
+        click.echo(
+            f"{spec.name}: {summary.failed} sessions were refused or crashed (exit {EXIT_SESSIONS_FAILED}); "
+            "`tickloop experiment export` shows each one's cause",
+            err=True,
+        )
+        raise click.exceptions.Exit(EXIT_SESSIONS_FAILED)
 
 
 class _Bar:
@@ -61,6 +70,9 @@ class _Bar:
     def __enter__(self) -> _Bar:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn  # noqa: PLC0415
 
+        from tickloop.experiment.runner import FAILED  # noqa: PLC0415
+
+        self._failing = FAILED
         self._progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -88,8 +100,14 @@ class _Bar:
         self._errors += error
         self._progress.update(self._steps, advance=1, note=f"errors {self._errors}")
 
-    def session_done(self, cell: str, status: str) -> None:  # noqa: ARG002  (the manifest records it)
+    def session_done(self, cell: str, status: str) -> None:
+        # A refused or crashed session is an error however many of its steps ran (usually none: the
+        # steps bar then ends short of its total, showing the steps that never ran).
+        failed = status in self._failing
+        self._errors += failed
         self._progress.update(self._sessions, advance=1)
+        if failed:
+            self._progress.update(self._steps, note=f"errors {self._errors}")
         self._left[cell] -= 1
         if self._left[cell] == 0:
             self._progress.update(self._cells, advance=1)
@@ -113,7 +131,10 @@ def export_command(
 
     target = out if out is not None else dirs[0] / "export"
     counts = export(list(dirs), target, fmt, redact=not no_redact, keep_text=keep_text)
-    click.echo(f"{counts['sessions']} sessions, {counts['steps']} steps -> {target} (see REDACTION.md)")
+    click.echo(
+        f"{counts['sessions']} sessions, {counts['steps']} steps, {counts['runs']} models -> {target} "
+        "(see REDACTION.md)"
+    )
 
 
 @experiment.command()
