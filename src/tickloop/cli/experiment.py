@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -61,13 +62,14 @@ def run(spec_path: Path, out: Path | None, concurrency: int, per_endpoint: int |
             "`tickloop experiment export` shows each one's cause",
             err=True,
         )
-        raise click.exceptions.Exit(EXIT_SESSIONS_FAILED)
+        sys.exit(EXIT_SESSIONS_FAILED)
 
 
 class _Bar:
     """A rich progress bar of sessions and steps with a live error count (stderr)."""
 
     def __enter__(self) -> _Bar:
+        from rich.console import Console  # noqa: PLC0415
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn  # noqa: PLC0415
 
         from tickloop.experiment.runner import FAILED  # noqa: PLC0415
@@ -78,6 +80,7 @@ class _Bar:
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[note]}"),
+            console=Console(stderr=True),  # stdout keeps only the summary line, for scripts
         )
         self._progress.__enter__()
         self._cells = self._progress.add_task("cells", total=None, note="")
