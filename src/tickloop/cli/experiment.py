@@ -174,11 +174,17 @@ def report(dirs: tuple[Path, ...], html_path: Path | None, plots_dir: Path | Non
 @click.option(
     "--claim", default="tickloop-experiments", show_default=True, help="PersistentVolumeClaim name."
 )
-def k8s(spec_path: Path, image: str, shards: int, claim: str) -> None:
-    """Print a ConfigMap and an Indexed Job that run SPEC.toml in SHARDS pods (kubectl apply -f -)."""
+@click.option("--secret", help="Secret holding each endpoint's apiKeyEnv variable (one key per variable).")
+def k8s(spec_path: Path, image: str, shards: int, claim: str, secret: str | None) -> None:
+    """Print a ConfigMap and an Indexed Job that run SPEC.toml in SHARDS pods (kubectl apply -f -).
+
+    The ConfigMap is not secret: it holds the spec, the opening and policies verbatim, and the
+    endpoints' URLs and model ids. Keys reach the pods only from --secret."""
     from tickloop.config import load_settings  # noqa: PLC0415
     from tickloop.experiment.k8s import indexed_job  # noqa: PLC0415
     from tickloop.experiment.spec import load_spec  # noqa: PLC0415
 
-    spec = load_spec(spec_path, configured=dict(load_settings().tick.policies))
-    click.echo(indexed_job(spec, image=image, shards=shards, claim=claim), nl=False)
+    settings = load_settings()
+    spec = load_spec(spec_path, configured=dict(settings.tick.policies))
+    manifest = indexed_job(spec, settings, image=image, shards=shards, claim=claim, secret=secret)
+    click.echo(manifest, nl=False)
