@@ -43,7 +43,7 @@ STEP_COLUMNS: Columns = (
     (
         "text_hash",
         "string",
-        "keyed digest of the reply (hmac-sha256:, one key per run); sha256: with --no-redact",
+        "keyed digest of the reply (hmac-sha256: under the run key); sha256: with --no-redact",
     ),
     ("text_length", "int", "characters of the reply"),
     ("text", "string?", "the reply, scrubbed (only with --keep-text)"),
