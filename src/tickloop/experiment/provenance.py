@@ -87,11 +87,16 @@ def read_run_record(directory: Path) -> dict[str, Any]:
 def provenance(directories: Iterable[Path], returned: dict[str, set[str]] | None = None) -> dict[str, Any]:
     """The provenance of an export over run directories of one spec (shards share it).
 
-    ``returned``: the model ids providers returned, by endpoint (gathered while reading rows)."""
+    ``returned``: the model ids providers returned, by endpoint; read from the manifests if None."""
+    directories = list(directories)
+    if returned is None:
+        from tickloop.experiment.dataset import returned_models  # noqa: PLC0415  (dataset imports this module)
+
+        returned = returned_models(directories)
     records = [read_run_record(d) for d in directories]
     first = next((r for r in records if r), {})
     models = {
-        name: {**fields, "returnedModelIds": sorted((returned or {}).get(name, ()))}
+        name: {**fields, "returnedModelIds": sorted(returned.get(name, ()))}
         for name, fields in sorted(first.get("models", {}).items())
     }
     return {
