@@ -52,6 +52,7 @@ def test_a_dead_endpoint_stops_the_run_before_any_session(tmp_path: Path) -> Non
     assert done.returncode == 2, done.stderr
     assert "model 'dead'" in done.stderr
     assert "cannot be reached" in done.stderr
+    assert "errors 0" not in done.stderr  # no empty progress bar before the refusal
     assert not (tmp_path / "run" / "manifest.jsonl").exists()
 
 

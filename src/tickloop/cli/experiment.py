@@ -66,9 +66,19 @@ def run(spec_path: Path, out: Path | None, concurrency: int, per_endpoint: int |
 
 
 class _Bar:
-    """A rich progress bar of sessions and steps with a live error count (stderr)."""
+    """A rich progress bar of sessions and steps with a live error count (stderr). It draws from
+    ``planned`` on: a run stopped by its preflight shows no empty bar."""
 
     def __enter__(self) -> _Bar:
+        self._progress: Any = None
+        self._errors = 0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(None, None, None)
+
+    def planned(self, cells: Mapping[str, int], skipped: int, steps_each: int) -> None:
         from rich.console import Console  # noqa: PLC0415
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn  # noqa: PLC0415
 
@@ -83,21 +93,13 @@ class _Bar:
             console=Console(stderr=True),  # stdout keeps only the summary line, for scripts
         )
         self._progress.__enter__()
-        self._cells = self._progress.add_task("cells", total=None, note="")
-        self._sessions = self._progress.add_task("sessions", total=None, note="")
-        self._steps = self._progress.add_task("steps", total=None, note="errors 0")
-        self._errors = 0
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._progress.__exit__(None, None, None)
-
-    def planned(self, cells: Mapping[str, int], skipped: int, steps_each: int) -> None:
         self._left = dict(cells)
         sessions = sum(cells.values())
-        self._progress.update(self._cells, total=len(cells))
-        self._progress.update(self._sessions, total=sessions, note=f"({skipped} already complete)")
-        self._progress.update(self._steps, total=sessions * steps_each)
+        self._cells = self._progress.add_task("cells", total=len(cells), note="")
+        self._sessions = self._progress.add_task(
+            "sessions", total=sessions, note=f"({skipped} already complete)"
+        )
+        self._steps = self._progress.add_task("steps", total=sessions * steps_each, note="errors 0")
 
     def step_done(self, *, error: bool) -> None:
         self._errors += error
