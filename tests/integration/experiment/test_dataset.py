@@ -227,3 +227,28 @@ async def test_equal_replies_have_equal_keyed_digests_that_a_guess_cannot_confir
     assert all(d.startswith("hmac-sha256:") for d in a)
     assert set(a).isdisjoint(b)
     assert oct((tmp_path / "a" / "run.key").stat().st_mode & 0o777) == "0o600"
+
+
+async def test_resuming_with_another_model_id_is_refused(tmp_path: Path, limited: OpenAIServer) -> None:
+    """A run resumed after the config changed an endpoint's model id would mix two experiments in one
+    grid: it is refused, naming what changed, and no session runs."""
+    spec, out = await _every_status_run(tmp_path, limited)
+    before = (out / "manifest.jsonl").read_bytes()
+    config = tmp_path / "config.toml"
+    config.write_text(
+        config.read_text(encoding="utf-8").replace("requested-id", "other-id"), encoding="utf-8"
+    )
+    with pytest.raises(ConfigError, match="this run began with other models"):
+        await Runner(spec, out, settings=load_settings(env={}, path=config), env={}).run()
+    assert (out / "manifest.jsonl").read_bytes() == before
+
+
+async def test_a_run_from_before_provenance_still_exports(tmp_path: Path, limited: OpenAIServer) -> None:
+    """A run directory without run.json and run.key (made by an earlier tickloop) exports: a key is
+    made for it, and the runs table is empty rather than wrong."""
+    _, out = await _every_status_run(tmp_path, limited)
+    (out / "run.json").unlink()
+    (out / "run.key").unlink()
+    counts = export([out], tmp_path / "x", "parquet")
+    assert (counts["sessions"], counts["runs"]) == (7, 0)
+    assert (out / "run.key").is_file()
