@@ -56,12 +56,23 @@ def parquet_schema(columns: Columns, metadata: dict[str, Any]) -> Any:
     return pa.schema(fields, metadata=extra)
 
 
+def _fits(value: object, kind: str) -> bool:
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) if kind == "int" else isinstance(value, (int, float))
+
+
 class _Sink:
     """One table's writer in one format, into a temporary file until ``commit``."""
 
     def __init__(self, path: Path, columns: Columns, fmt: Format, metadata: dict[str, Any]) -> None:
         self.path, self.tmp, self.fmt = path, _tmp(path), fmt
         self.names = [c[0] for c in columns]
+        self.kinds = {c[0]: c[1] for c in columns}
         self.count = 0
         self._batch: list[dict[str, Any]] = []
         self._handle: Any = None
@@ -76,6 +87,7 @@ class _Sink:
 
     def write(self, row: dict[str, Any]) -> None:
         row = {name: row.get(name) for name in self.names}
+        self._check(row)
         self.count += 1
         if self.fmt == "jsonl":
             self._handle.write(json.dumps(row, sort_keys=False, ensure_ascii=False) + "\n")
@@ -85,6 +97,21 @@ class _Sink:
             self._batch.append(row)
             if len(self._batch) >= BATCH:
                 self._flush()
+
+    def _check(self, row: dict[str, Any]) -> None:
+        """Every value fits its column, in every format (a hand-edited manifest says where it does not)."""
+        for name, kind in self.kinds.items():
+            value = row[name]
+            if value is None:
+                if not kind.endswith("?"):
+                    raise ConfigError(
+                        f"{self.path.stem} row of session {row.get('session')!r}: {name} is missing"
+                    )
+            elif not _fits(value, kind.rstrip("?")):
+                raise ConfigError(
+                    f"{self.path.stem} row of session {row.get('session')!r}: {name} = {value!r} is not "
+                    f"{kind.rstrip('?')}; was the run directory's manifest edited?"
+                )
 
     def _flush(self) -> None:
         import pyarrow as pa  # noqa: PLC0415
