@@ -162,6 +162,11 @@ class _Totals:
             self.ttft.append(float(step["ttftMs"]))
 
 
+def _short(value: object) -> str | None:
+    """A provider's word (a finish reason), bounded: it is the server's text."""
+    return value[:40] if isinstance(value, str) else None
+
+
 def _plus(total: int | None, value: int | None) -> int | None:
     return None if total is None or value is None else total + value
 
@@ -187,7 +192,7 @@ def _step_row(
         **common,
         "step": number,
         "status": step.get("status"),
-        "finish_reason": step.get("finishReason"),
+        "finish_reason": _short(step.get("finishReason")),
         "input_tokens": step.get("inputTokens"),
         "output_tokens": step.get("outputTokens"),
         "usage_reported": bool(step.get("usageReported")),

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from tickloop.errors import ConfigError
 from tickloop.experiment.dataset import returned_models, rows
-from tickloop.experiment.provenance import provenance, run_rows
+from tickloop.experiment.provenance import provenance, run_rows, scrubbed
 from tickloop.experiment.redaction import NoRedaction, Redactor, report, run_key
 from tickloop.experiment.schema import SCHEMA_VERSION, TABLES, Columns
 
@@ -165,6 +165,8 @@ def export(
     name = _check(directories, fmt)
     redactor = Redactor(keep_text=keep_text, key=run_key(directories)) if redact else NoRedaction()
     prov = provenance(directories, returned_models(directories))
+    if redact:
+        prov = scrubbed(prov, redactor.scrub)
     meta = {"tickloop.provenance": prov, "tickloop.schema_version": SCHEMA_VERSION}
     out.mkdir(parents=True, exist_ok=True, mode=0o700)
     sinks = {table: _Sink(out / f"{table}.{fmt}", cols, fmt, meta) for table, cols in TABLES.items()}

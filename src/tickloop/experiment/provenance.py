@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +128,17 @@ def run_rows(prov: dict[str, Any]) -> Iterator[dict[str, Any]]:
             "seed": fields.get("seed"),
             "max_tokens": fields.get("maxTokens"),
         }
+
+
+def scrubbed(prov: dict[str, Any], scrub: Callable[[str], str]) -> dict[str, Any]:
+    """``prov`` with each model id scrubbed: a server may name its model by a path on its machine
+    (llama.cpp answers with the GGUF file's path), and a config may too."""
+    models = {
+        name: {
+            **fields,
+            "modelId": None if fields.get("modelId") is None else scrub(str(fields["modelId"])),
+            "returnedModelIds": [scrub(i) for i in fields.get("returnedModelIds", [])],
+        }
+        for name, fields in prov["models"].items()
+    }
+    return {**prov, "models": models}

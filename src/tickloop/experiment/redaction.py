@@ -34,7 +34,13 @@ KEY_FILE = "run.key"
 #: (class, what becomes of it): the rows of REDACTION.md, in order.
 CLASSES: tuple[tuple[str, str], ...] = (
     ("timestamps", "wall-clock times are never exported: every time is an offset from the session's start"),
-    ("provider data", "base URLs, request ids, system fingerprints and response headers are never read"),
+    (
+        "provider data",
+        (
+            "base URLs, request ids, system fingerprints and response headers are never read; the model ids "
+            "a provider returned are exported in `runs`, scrubbed like kept text"
+        ),
+    ),
     ("text (replaced by keyed digest and length)", "replies; only with --keep-text is scrubbed text kept"),
     ("error (replaced by keyed digest and length)", "failure details of refused and crashed sessions"),
     ("url", "URLs in kept text become <url>"),

@@ -110,3 +110,28 @@ async def test_a_3x2_grid_against_aimock_reads_back_with_pyarrow(tmp_path: Path,
     assert (runs["aimock"]["model_id"], runs["aimock"]["returned_model_ids"]) == ("gpt-4o", "gpt-4o")
     assert runs["aimock"]["temperature"] == 0.0
     assert runs["offline"]["model_id"] is None
+
+
+async def test_a_model_id_that_is_a_path_is_scrubbed_in_the_runs_table(tmp_path: Path, aimock: str) -> None:
+    """A server that names its model by a file path (as llama.cpp does) leaks no path through the
+    runs table or the Parquet metadata of a redacted export; --no-redact keeps it."""
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    path_id = "/home/researcher/models/smol.gguf"
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'[model.endpoints.aimock]\nbaseUrl = "{aimock}"\nmodel = "{path_id}"\n', encoding="utf-8"
+    )
+    spec = parse_spec(
+        SPEC.replace('"offline", ', "").replace("replicates = 2", "replicates = 1").encode(), where="s"
+    )
+    out = tmp_path / "run"
+    await Runner(spec, out, settings=load_settings(env={}, path=config), env={}).run()
+    export([out], tmp_path / "x", "parquet")
+    blob = b"".join(p.read_bytes() for p in (tmp_path / "x").iterdir())
+    assert path_id.encode() not in blob
+    (runs,) = pq.read_table(tmp_path / "x" / "runs.parquet").to_pylist()
+    assert (runs["model_id"], runs["returned_model_ids"]) == ("<path>", "<path>")
+    export([out], tmp_path / "raw", "parquet", redact=False)
+    (raw,) = pq.read_table(tmp_path / "raw" / "runs.parquet").to_pylist()
+    assert raw["returned_model_ids"] == path_id
