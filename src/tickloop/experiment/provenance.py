@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,7 @@ def write_run_record(spec: Spec, settings: Settings, out: Path) -> None:
                 "resuming it now would mix two experiments: use another --out"
             )
         return
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_name(f".{RUN_FILE}.{os.getpid()}.tmp")  # processes starting at once never share it
     tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     tmp.replace(path)
 

@@ -192,3 +192,12 @@ def test_the_manifests_own_command_runs_each_shard_and_the_shards_merge(tmp_path
     merged, single = _hashes(tmp_path / "merged"), _hashes(tmp_path / "single")
     assert len(single) == 2 * 2 * 2
     assert merged == single
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"), [("secret", "Model_Keys"), ("claim", "data; rm -rf /"), ("secret", "-x")]
+)
+def test_names_given_on_the_command_line_must_be_kubernetes_names(flag: str, value: str) -> None:
+    """--secret and --claim are refused unless they are DNS-1123 labels (they go into the manifest)."""
+    with pytest.raises(ConfigError, match=f"--{flag}"):
+        indexed_job(_spec(), _settings(), image="img:1", shards=2, **{flag: value})
