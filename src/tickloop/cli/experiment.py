@@ -30,7 +30,10 @@ def experiment() -> None:
 @click.option("--per-endpoint", type=click.IntRange(1, 4096), help="Concurrent requests per model endpoint.")
 @click.option("--shard", default="1/1", show_default=True, help="Run the K-th of N deterministic shares.")
 def run(spec_path: Path, out: Path | None, concurrency: int, per_endpoint: int | None, shard: str) -> None:
-    """Run every session of SPEC.toml (complete ones are skipped when run again)."""
+    """Run every session of SPEC.toml (complete ones are skipped when run again).
+
+    Exit 2 if what the sessions need (models, keys, endpoints, the workspace) is missing: nothing
+    runs. Exit 3 if the run finished but sessions were refused or crashed."""
     from tickloop.config import load_settings  # noqa: PLC0415
     from tickloop.experiment.runner import Runner  # noqa: PLC0415
     from tickloop.experiment.spec import Shard, load_spec  # noqa: PLC0415

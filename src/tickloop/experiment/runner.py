@@ -270,12 +270,11 @@ class Runner:
         per_endpoint: int | None = None,
         shard: Shard = ALL,
         progress: Progress | None = None,
-        check: bool = True,
     ) -> None:
         if not 1 <= concurrency <= 4096:
             raise ConfigError(f"--concurrency {concurrency}: expected 1..4096")
         self.spec, self.out, self.settings, self.env = spec, out, settings, env
-        self.concurrency, self.shard, self.check = concurrency, shard, check
+        self.concurrency, self.shard = concurrency, shard
         self.per_endpoint = per_endpoint or concurrency
         self.progress: Progress = progress or _Quiet()
         self.manifest = Manifest(out / MANIFEST)
@@ -288,8 +287,7 @@ class Runner:
         from tickloop.experiment.provenance import write_run_record  # noqa: PLC0415
         from tickloop.experiment.redaction import new_key  # noqa: PLC0415
 
-        if self.check:  # what every session needs fails once, before any session starts
-            await preflight(self.spec, self.settings, self.env)
+        await preflight(self.spec, self.settings, self.env)  # what every session needs fails once, first
         prepare_dir(self.spec, self.out)
         write_run_record(self.spec, self.settings, self.out)
         new_key(self.out)
