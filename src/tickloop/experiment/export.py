@@ -56,14 +56,13 @@ def parquet_schema(columns: Columns, metadata: dict[str, Any]) -> Any:
     return pa.schema(fields, metadata=extra)
 
 
-def _fits(value: object, kind: str) -> bool:
-    if kind == "string":
-        return isinstance(value, str)
-    if kind == "bool":
-        return isinstance(value, bool)
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, int) if kind == "int" else isinstance(value, (int, float))
+#: The Python types a column of each type takes (exact types: True is not an int here).
+_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "int": (int,),
+    "float": (float, int),
+    "bool": (bool,),
+}
 
 
 class _Sink:
@@ -72,7 +71,8 @@ class _Sink:
     def __init__(self, path: Path, columns: Columns, fmt: Format, metadata: dict[str, Any]) -> None:
         self.path, self.tmp, self.fmt = path, _tmp(path), fmt
         self.names = [c[0] for c in columns]
-        self.kinds = {c[0]: c[1] for c in columns}
+        #: (name, the types it takes, None allowed) of each column
+        self.kinds = [(n, _TYPES[t.rstrip("?")], t.endswith("?")) for n, t, _ in columns]
         self.count = 0
         self._batch: list[dict[str, Any]] = []
         self._handle: Any = None
@@ -100,18 +100,15 @@ class _Sink:
 
     def _check(self, row: dict[str, Any]) -> None:
         """Every value fits its column, in every format (a hand-edited manifest says where it does not)."""
-        for name, kind in self.kinds.items():
+        for name, types, nullable in self.kinds:
             value = row[name]
-            if value is None:
-                if not kind.endswith("?"):
-                    raise ConfigError(
-                        f"{self.path.stem} row of session {row.get('session')!r}: {name} is missing"
-                    )
-            elif not _fits(value, kind.rstrip("?")):
-                raise ConfigError(
-                    f"{self.path.stem} row of session {row.get('session')!r}: {name} = {value!r} is not "
-                    f"{kind.rstrip('?')}; was the run directory's manifest edited?"
-                )
+            if type(value) in types or (value is None and nullable):
+                continue
+            what = "is missing" if value is None else f"= {value!r} is not {types[0].__name__}"
+            raise ConfigError(
+                f"{self.path.stem} row of session {row.get('session')!r}: {name} {what}; "
+                "was the run directory's manifest edited?"
+            )
 
     def _flush(self) -> None:
         import pyarrow as pa  # noqa: PLC0415

@@ -81,6 +81,8 @@ class Rule:
     kind: str
     pattern: re.Pattern[str]
     replace: str | Callable[[re.Match[str]], str | None]
+    #: the rule can match only text holding one of these (a cheap test before the regex); () any text
+    needs: tuple[str, ...] = ()
 
 
 def machine_names() -> tuple[str, tuple[str, ...]]:
@@ -98,27 +100,36 @@ def machine_names() -> tuple[str, tuple[str, ...]]:
 def rules(user: str, hosts: Sequence[str]) -> list[Rule]:
     """The scrubbing rules, in the order they apply (a URL before the paths inside it, ...)."""
     out = [
-        Rule("url", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>`]+"), "<url>"),
-        Rule("email", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), "<email>"),
-        Rule("user_at_host", re.compile(r"(?<![\w@])[\w.-]+@[\w-]+\b"), "<user@host>"),
-        Rule("aws_key", re.compile(_AWS), "<secret>"),
-        Rule("assignment", re.compile(_ASSIGNMENT), lambda m: f"{m.group(1)}<secret>"),
-        Rule("secret", re.compile(r"\b(?:sk|pk|rk|ghp|gho|ghs|xox[abpr])[-_][A-Za-z0-9_-]{12,}"), "<secret>"),
+        Rule("url", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>`]+"), "<url>", ("://",)),
+        Rule("email", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), "<email>", ("@",)),
+        Rule("user_at_host", re.compile(r"(?<![\w@])[\w.-]+@[\w-]+\b"), "<user@host>", ("@",)),
+        Rule("aws_key", re.compile(_AWS), "<secret>", ("A",)),
+        Rule("assignment", re.compile(_ASSIGNMENT), lambda m: f"{m.group(1)}<secret>", ("=", ":")),
+        Rule(
+            "secret",
+            re.compile(r"\b(?:sk|pk|rk|ghp|gho|ghs|xox[abpr])[-_][A-Za-z0-9_-]{12,}"),
+            "<secret>",
+            ("-", "_"),
+        ),
         Rule("secret", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"), "<secret>"),
         Rule("secret", re.compile(r"\b[A-Fa-f0-9]{32,}\b|\b[A-Za-z0-9+/_-]{40,}={0,2}"), "<secret>"),
-        Rule("ip", re.compile(_IPV4), "<ip>"),
-        Rule("ip", re.compile(_IPV6), _ip6),
-        Rule("path", re.compile(_PATH, re.MULTILINE), "<path>"),
+        Rule("ip", re.compile(_IPV4), "<ip>", (".",)),
+        Rule("ip", re.compile(_IPV6), _ip6, (":",)),
+        Rule("path", re.compile(_PATH, re.MULTILINE), "<path>", ("/", "\\", "~")),
     ]
     dotted = [re.escape(h) for h in hosts if "." in h]
     if dotted:  # a fully qualified name is never ordinary prose
-        out.append(Rule("host", re.compile(rf"(?i)(?<![\w.-])(?:{'|'.join(dotted)})(?![\w-])"), "<host>"))
+        out.append(
+            Rule("host", re.compile(rf"(?i)(?<![\w.-])(?:{'|'.join(dotted)})(?![\w-])"), "<host>", (".",))
+        )
     if hosts:  # host:port and scp's host:/path name the machine; a bare word does not
         names = "|".join(re.escape(h) for h in hosts)
-        out.append(Rule("host", re.compile(rf"(?i)(?<![\w.-])(?:{names})(?=:(?:\d|/|<path>))"), "<host>"))
+        out.append(
+            Rule("host", re.compile(rf"(?i)(?<![\w.-])(?:{names})(?=:(?:\d|/|<path>))"), "<host>", (":",))
+        )
     if user:  # a user name left where a path-like form still names it (home-relative, Windows)
         home = rf"(?i)(?<=[\\/]){re.escape(user)}(?=[\\/])"
-        out.append(Rule("path", re.compile(home), "<user>"))
+        out.append(Rule("path", re.compile(home), "<user>", ("/", "\\")))
     return out
 
 
@@ -143,7 +154,13 @@ class Redactor:
 
     def scrub(self, text: str) -> str:
         for rule in self._rules:
-            text = self._apply(rule, text)
+            if rule.needs and not any(n in text for n in rule.needs):
+                continue
+            if isinstance(rule.replace, str):  # the regex engine replaces and counts on its own
+                text, n = rule.pattern.subn(rule.replace, text)
+                self.counts[rule.kind] += n
+            else:
+                text = self._apply(rule, text)
         return text
 
     def _apply(self, rule: Rule, text: str) -> str:
