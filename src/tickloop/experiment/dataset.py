@@ -248,6 +248,8 @@ def _session(
         "model": start.get("model"),
         "policy_id": policy,
         "policy_sha256": policy_sha or run.get("policies", {}).get(policy),
+        # the factors of a factorial spec (issue 28); a run made before them has none
+        **{factor: start.get(factor) for factor in ("opening", "tools", "temperature")},
     }
     totals, steps = _Totals(), []
     for step in rec.get("steps", []):

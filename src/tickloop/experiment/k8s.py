@@ -23,6 +23,7 @@ import msgspec
 
 from tickloop.config import Settings
 from tickloop.errors import ConfigError
+from tickloop.experiment.preflight import spec_toolsets
 from tickloop.experiment.spec import Spec, parse_spec
 
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$")
@@ -55,9 +56,9 @@ def pod_config(spec: Spec, settings: Settings) -> tuple[str, dict[str, str]]:
     environment; an unknown name) or a spec that needs this machine's files (``tools``)."""
     from tickloop.models.registry import endpoints  # noqa: PLC0415
 
-    if spec.tools:
+    if spec_toolsets(spec):
         raise ConfigError(
-            f"tools = {list(spec.tools)}: the workspace is a directory of this machine; "
+            f"tools {list(spec_toolsets(spec))}: the workspace is a directory of this machine; "
             "experiment k8s cannot carry it into the pods"
         )
     found, lines, keys = endpoints(settings), [], {}

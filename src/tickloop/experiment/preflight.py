@@ -27,16 +27,25 @@ def check_models(spec: Spec, settings: Settings, env: Mapping[str, str]) -> None
         get_model(name, settings, env)
 
 
+def spec_toolsets(spec: Spec) -> tuple[str, ...]:
+    """Every toolset some session of the spec enables."""
+    levels = getattr(spec, "toolsets", None)  # a factorial spec has tools levels (issue 28)
+    if levels is not None:
+        return tuple(sorted({t for _, enabled in levels for t in enabled}))
+    return tuple(spec.tools)
+
+
 def check_tools(spec: Spec, settings: Settings) -> None:
     """The spec's toolsets open with the config's ``[tools]`` (the workspace root exists)."""
-    if not spec.tools:
+    enabled = spec_toolsets(spec)
+    if not enabled:
         return
     from tickloop.harness.tools import open_toolbox, tools_settings  # noqa: PLC0415
 
     try:
-        open_toolbox(tools_settings(settings.tools, enable=spec.tools))
+        open_toolbox(tools_settings(settings.tools, enable=enabled))
     except ConfigError as exc:
-        raise ConfigError(f"experiment tools = {list(spec.tools)}: {exc.message}") from None
+        raise ConfigError(f"experiment tools {list(enabled)}: {exc.message}") from None
 
 
 async def check_endpoints(spec: Spec, settings: Settings, timeout_s: float = CONNECT_TIMEOUT_S) -> None:

@@ -40,6 +40,14 @@ def model_settings(name: str, settings: Settings) -> dict[str, Any]:
     return {**sent, "modelId": ep.model, "temperature": ep.temperature, "maxTokens": ep.max_tokens}
 
 
+def spec_openings(spec: Spec) -> dict[str, tuple[str, ...]]:
+    """The spec's opening variants by name (a spec with one ``opening`` has one, ``default``)."""
+    variants = getattr(spec, "openings", None)  # a factorial spec names its variants (issue 28)
+    if variants is not None:
+        return {str(name): tuple(lines) for name, lines in variants}
+    return {"default": tuple(spec.opening)}
+
+
 def run_record(spec: Spec, settings: Settings) -> dict[str, Any]:
     """What ``run.json`` holds for this spec under these settings."""
     return {
@@ -47,7 +55,10 @@ def run_record(spec: Spec, settings: Settings) -> dict[str, Any]:
         "tickloopVersion": __version__,
         "experiment": spec.name,
         "specSha256": spec.sha256,
-        "openingSha256": ["sha256:" + hashlib.sha256(t.encode()).hexdigest() for t in spec.opening],
+        "openingSha256": {
+            name: ["sha256:" + hashlib.sha256(line.encode()).hexdigest() for line in lines]
+            for name, lines in spec_openings(spec).items()
+        },
         "policies": {pid: "sha256:" + spec.policies[pid].time_step_sha256 for pid in spec.policy_ids},
         "models": {name: model_settings(name, settings) for name in spec.models},
         "steps": spec.steps,
@@ -106,7 +117,7 @@ def provenance(directories: Iterable[Path], returned: dict[str, set[str]] | None
         "exportedBy": __version__,
         "experiment": first.get("experiment"),
         "specSha256": first.get("specSha256"),
-        "openingSha256": first.get("openingSha256", []),
+        "openingSha256": first.get("openingSha256", {}),
         "policies": first.get("policies", {}),
         "models": models,
     }
@@ -120,7 +131,7 @@ def run_rows(prov: dict[str, Any]) -> Iterator[dict[str, Any]]:
             "schema_version": prov["schemaVersion"],
             "tickloop_version": prov["tickloopVersion"],
             "spec_sha256": prov["specSha256"],
-            "opening_sha256": ",".join(prov["openingSha256"]),
+            "opening_sha256": json.dumps(prov["openingSha256"], sort_keys=True),
             "model": name,
             "model_id": fields.get("modelId"),
             "returned_model_ids": ",".join(fields["returnedModelIds"]) or None,

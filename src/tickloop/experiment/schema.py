@@ -14,12 +14,15 @@ Columns = tuple[tuple[str, str, str], ...]
 
 _GRID: Columns = (
     ("experiment", "string", "the spec's name"),
-    ("cell", "string", "model/policy"),
+    ("cell", "string", "model/policy, then the level of each other factor that varies"),
     ("replicate", "int", "1-based replicate within the cell"),
     ("session", "string", "harness session id"),
     ("model", "string", "endpoint name (never its URL)"),
     ("policy_id", "string", "tick policy id"),
     ("policy_sha256", "string?", "sha256 of the policy's time-step text"),
+    ("opening", "string?", "the opening variant's name (default: the spec's one opening)"),
+    ("tools", "string?", "the tools level: none, a toolset, or a name from the spec's [toolsets]"),
+    ("temperature", "float?", "the sampling temperature sent (null: the server's default)"),
 )
 
 #: One row per time step; step 0 is the opening turn (the session's baseline).
@@ -75,7 +78,7 @@ RUN_COLUMNS: Columns = (
     ("schema_version", "string", "this dataset's schema version"),
     ("tickloop_version", "string", "tickloop's version when the run began"),
     ("spec_sha256", "string", "sha256 of the spec file"),
-    ("opening_sha256", "string", "sha256 of each opening text, in order, comma-separated"),
+    ("opening_sha256", "string", "sha256 of each opening line, by variant, as JSON ({name: [sha256, ...]})"),
     ("model", "string", "endpoint name"),
     ("model_id", "string?", "the model id configured for the endpoint (null: the built-in offline model)"),
     ("returned_model_ids", "string?", "the model ids the provider returned, comma-separated"),

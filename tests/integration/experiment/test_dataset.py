@@ -4,6 +4,7 @@ with its provenance, and read back with pyarrow."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -126,7 +127,9 @@ async def test_parquet_carries_provenance_and_column_meanings(tmp_path: Path, li
     assert runs["offline"]["model_id"] is None
     assert runs["offline"]["spec_sha256"] == spec.sha256
     assert runs["offline"]["schema_version"] == SCHEMA_VERSION
-    assert len(runs["offline"]["opening_sha256"].split(",")) == len(spec.opening)
+    assert json.loads(runs["offline"]["opening_sha256"]) == {
+        "default": ["sha256:" + hashlib.sha256(line.encode()).hexdigest() for line in spec.opening]
+    }
     schema = pq.read_schema(tmp_path / "x" / "steps.parquet")
     provenance = json.loads(schema.metadata[b"tickloop.provenance"])
     assert provenance["specSha256"] == spec.sha256
@@ -205,7 +208,6 @@ async def test_two_runs_of_one_spec_into_two_directories_are_refused(tmp_path: P
 async def test_equal_replies_have_equal_keyed_digests_that_a_guess_cannot_confirm(tmp_path: Path) -> None:
     """Within one export equal replies have equal digests, but the digest is not the sha256 of the
     reply (a guessed reply cannot be confirmed), and another run's key gives other digests."""
-    import hashlib  # noqa: PLC0415
 
     config = tmp_path / "config.toml"
     config.write_text("[model.offline]\necho = true\n", encoding="utf-8")
