@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tickloop.experiment.dataset import Redactor, rows
+from tickloop.experiment.dataset import rows
 from tickloop.experiment.export import experiment_name
+from tickloop.experiment.redaction import Redactor
 
 PLOTS = ("response_length.png", "tokens.png", "outcomes.png", "latency.png")
 
@@ -48,10 +49,11 @@ def summarise(directories: Sequence[Path]) -> tuple[str, dict[str, CellStats]]:
         cell.sessions += 1
         cell.complete += session["status"] == "complete"
         cell.steps_completed.append(int(session["steps_completed"]))
-        cell.tokens.append(int(session["input_tokens"]) + int(session["output_tokens"]))
+        if session["input_tokens"] is not None and session["output_tokens"] is not None:
+            cell.tokens.append(int(session["input_tokens"]) + int(session["output_tokens"]))
         cell.outcomes[str(session["end_rule"] or session["status"])] += 1
         for step in steps:
-            cell.chars_by_step[int(step["step"])].append(int(step["response_chars"]))
+            cell.chars_by_step[int(step["step"])].append(int(step["text_length"]))
             out = step["output_tokens"]
             if out is not None:
                 cell.tokens_by_step[int(step["step"])].append(int(out))

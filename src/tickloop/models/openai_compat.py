@@ -127,6 +127,7 @@ class OpenAICompatModel:
         started = False
         usage: Usage | None = None
         finish: str | None = None
+        answered: str | None = None
         calls = _ToolCallParts()
         extra: dict[str, Any] = {"tools": [t.to_wire() for t in tools]} if tools else {}
         try:
@@ -149,6 +150,7 @@ class OpenAICompatModel:
                         finish = reason or finish
                     calls.feed(chunk)
                     usage = _chunk_usage(chunk) or usage
+                    answered = _chunk_model(chunk) or answered
         except (asyncio.CancelledError, ModelError):
             raise
         except Exception as exc:  # noqa: BLE001  (the contract: ANY provider failure is a ModelError)
@@ -157,7 +159,7 @@ class OpenAICompatModel:
             raise ModelError(self._where("the stream ended before the model finished (no finish_reason)"))
         if calls.parts:
             yield ToolCalls(calls.assembled())
-        yield Finished(usage=usage, finish_reason=finish)
+        yield Finished(usage=usage, finish_reason=finish, model=answered)
 
     async def complete(
         self,
@@ -404,6 +406,12 @@ def _chunk_usage(chunk: object) -> Usage | None:
     if not isinstance(prompt, int) or not isinstance(completion, int):
         raise _ShapeError("usage.prompt_tokens or usage.completion_tokens is not an integer")
     return Usage(input_tokens=prompt, output_tokens=completion)
+
+
+def _chunk_model(chunk: object) -> str | None:
+    """The model id a chunk says answered; bounded, since it is the server's text."""
+    model = _object(chunk, "a stream chunk").get("model")
+    return model[:200] if isinstance(model, str) and model else None
 
 
 def _chunk_choices(chunk: object) -> list[tuple[str | None, str | None]]:
