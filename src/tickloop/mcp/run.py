@@ -24,15 +24,13 @@ def load_server(face: Face) -> Any:
     return build(face)
 
 
-def http_token(announce: Callable[[str], None]) -> str:
-    """The stored token hash; on first use, issue a token and show it once through ``announce``."""
+def http_keyring(announce: Callable[[str], None]) -> tokens.Keyring:
+    """The token file as the server reads it; on first use, issue a token and show it once."""
     path = tokens.token_path()
-    found = tokens.stored(path)
-    if found is not None:
-        return found
-    made = tokens.issue(path)
-    announce(f"tickloop mcp: bearer token issued (shown once, kept as a hash in {path}):\n{made}")
-    return tokens.digest(made)
+    if not tokens.stored(path):
+        made = tokens.issue(path)
+        announce(f"tickloop mcp: bearer token issued (shown once, kept as a hash in {path}):\n{made}")
+    return tokens.Keyring(path)
 
 
 def serve(
@@ -55,7 +53,7 @@ def serve(
 
             anyio.run(stdio.serve, server)
             return
-        token_hash = http_token(announce)
-        anyio.run(lambda: http.serve(server, options, token_hash=token_hash, announce=announce))
+        keyring = http_keyring(announce)
+        anyio.run(lambda: http.serve(server, options, keyring=keyring, announce=announce))
     finally:
         store.close()

@@ -2,7 +2,9 @@
 
 Imported only by ``tickloop mcp serve`` (the SDK costs tens of times a bare interpreter to import).
 Every tool is a thin call of the face; a library error (bad input, an unknown or another profile's
-id, a refused transition) becomes a tool error carrying its message, and nothing is written.
+id, a refused transition) becomes a tool error carrying its message, and nothing is written. Tool
+schemas are strict (``additionalProperties: false``): an argument a tool does not take is refused
+by name instead of being ignored.
 """
 
 # No ``from __future__ import annotations``: the SDK reads each tool's signature with eval_str, and
@@ -12,13 +14,14 @@ import json
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field, StrictInt, StrictStr
 
 from tickloop.errors import TickloopError
 from tickloop.mcp.face import RESOURCES, TOOLS, Face, View
+from tickloop.operator.service import TASK_ACTIONS
 
 T = TypeVar("T")
 
@@ -33,6 +36,31 @@ _WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_wor
 
 Id = Annotated[StrictInt, Field(ge=1, le=2**63 - 1)]
 Limit = Annotated[StrictInt, Field(ge=1, le=200)]
+# an enum in the schema; the face still checks it, so a refusal names the argument the same way
+Action = Annotated[StrictStr, Field(json_schema_extra={"enum": sorted(TASK_ACTIONS)})]
+AGENT_HEADER = "x-tickloop-agent"
+
+
+class StrictServer(MCPServer[Any]):
+    """``MCPServer`` that refuses a tool call with an argument the tool does not take."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            unknown = sorted(set(arguments) - set(tool.parameters.get("properties", {})))
+            if unknown:
+                raise ToolError(
+                    f"{name}: unknown argument(s) {unknown}; it takes {sorted(tool.parameters['properties'])}"
+                )
+        return await super().call_tool(name, arguments, context)
+
+
+def agent_of(ctx: Context[Any, Any]) -> str | None:
+    """The HTTP agent's token name, set by the guard (``tickloop.mcp.http``); None on stdio."""
+    request = ctx.request_context.request
+    headers = getattr(request, "headers", None)
+    found = None if headers is None else headers.get(AGENT_HEADER)
+    return found if isinstance(found, str) else None
 
 
 def _tool(call: Callable[[], T]) -> T:
@@ -57,7 +85,7 @@ def _resource(read: Callable[[], View], *, as_text: bool) -> Callable[[], str]:
 
 def build(face: Face) -> MCPServer[Any]:
     """An ``MCPServer`` exposing exactly ``RESOURCES`` and ``TOOLS`` of ``face``."""
-    server: MCPServer[Any] = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = StrictServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
     for name, description in RESOURCES.items():
         read = _reader(face, name)
         server.resource(
@@ -78,17 +106,18 @@ def _register_tools(server: MCPServer[Any], face: Face) -> None:
     def add_task(title: StrictStr, priority: StrictInt = 0, notes: StrictStr = "") -> dict[str, Any]:
         return _tool(lambda: face.add_task(title, priority, notes))
 
-    def set_task_status(task_id: Id, action: StrictStr) -> dict[str, Any]:
+    def set_task_status(task_id: Id, action: Action) -> dict[str, Any]:
         """action: block, unblock or done."""
         return _tool(lambda: face.set_task_status(task_id, action))
 
     def stage_intent(
         type: StrictStr,  # noqa: A002  (the wire name agents see)
         title: StrictStr,
+        ctx: Context[Any, Any],
         recipient: StrictStr = "",
         payload: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        return _tool(lambda: face.stage_intent(type, title, recipient, payload))
+        return _tool(lambda: face.stage_intent(type, title, recipient, payload, agent=agent_of(ctx)))
 
     def explain_intent(intent_id: Id) -> dict[str, Any]:
         return _tool(lambda: face.explain_intent(intent_id))
@@ -121,3 +150,6 @@ def _register_tools(server: MCPServer[Any], face: Face) -> None:
     for name, fn in tools.items():
         annotations = _READ_ONLY if name in read_only else _WRITES
         server.add_tool(fn, name=name, description=TOOLS[name], annotations=annotations)
+        made = server._tool_manager.get_tool(name)
+        assert made is not None
+        made.parameters["additionalProperties"] = False

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -162,28 +162,49 @@ def parse_payload(text: str, *, where: str = "payload") -> dict[str, Any]:
 
 
 def stage_draft(
-    store: Store, profile: str, draft: Draft, *, now: datetime, settings: GateSettings | None = None
+    store: Store,
+    profile: str,
+    draft: Draft,
+    *,
+    now: datetime,
+    settings: GateSettings | None = None,
+    auto_allow: frozenset[str] = frozenset(),
 ) -> Staged:
-    """Stage ``draft`` through the one staging path, judged by the configured gate."""
+    """Stage ``draft`` through the one staging path, judged by the configured gate
+    (``auto_allow``: the types an MCP intent may be allowed for without the person)."""
     from tickloop.operator import staging  # noqa: PLC0415
 
     if not draft.action_type.strip() or not draft.title.strip():
         raise ValidationError("an intent's type and title must not be empty")
-    return staging.stage(store, profile, draft, gate_settings() if settings is None else settings, now=now)
+    chosen = gate_settings() if settings is None else settings
+    return staging.stage(store, profile, draft, chosen, now=now, auto_allow=auto_allow)
 
 
 def plain(value: Any) -> Any:
-    """Records, enums and datetimes as JSON-ready values (datetimes as UTC ISO text)."""
+    """Records, enums and datetimes as JSON-ready values (datetimes as UTC ISO text, milliseconds, ``Z``).
+
+    msgspec converts in C; only datetimes are left for one pass that formats them the store's way
+    (``2026-07-07T09:00:39.000Z``, where msgspec would write ``...39Z``). Struct fields keep their
+    Python names: no record the faces show renames its fields."""
     from tickloop.operator.store._rows import iso  # noqa: PLC0415
 
-    if isinstance(value, msgspec.Struct):
-        return {name: plain(getattr(value, name)) for name in value.__struct_fields__}
-    if isinstance(value, datetime):
+    return _times(msgspec.to_builtins(value, builtin_types=(datetime,), str_keys=True), iso)
+
+
+def _times(value: Any, iso: Callable[[datetime], str]) -> Any:
+    """``value`` with every datetime in it formatted by ``iso``, containers changed in place."""
+    kind = type(value)
+    if kind is dict:
+        for key, item in value.items():
+            if type(item) in _WALKED:
+                value[key] = _times(item, iso)
+    elif kind is list:
+        for index, item in enumerate(value):
+            if type(item) in _WALKED:
+                value[index] = _times(item, iso)
+    elif isinstance(value, datetime):
         return iso(value)
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
     return value
+
+
+_WALKED = frozenset({dict, list, datetime})

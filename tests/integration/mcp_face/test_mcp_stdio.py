@@ -37,6 +37,9 @@ async def test_every_tool_and_resource_answers(op: Operator) -> None:
     async with op.client() as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert set(tools) == EXPECTED_TOOLS
+        assert all(t.input_schema.get("additionalProperties") is False for t in tools.values())
+        action = tools["set_task_status"].input_schema["properties"]["action"]
+        assert action["enum"] == ["block", "done", "unblock"]
         task = data(await client.call_tool("add_task", {"title": "from an agent", "priority": 5}))["task"]
         done = data(await client.call_tool("set_task_status", {"task_id": task["id"], "action": "block"}))
         assert done["task"]["status"] == "blocked"
@@ -52,7 +55,9 @@ async def test_every_tool_and_resource_answers(op: Operator) -> None:
         assert staged["intent"]["origin"] == {"tick_kind": "mcp", "tainted": True}
         why = data(await client.call_tool("explain_intent", {"intent_id": staged["intent"]["id"]}))
         assert why["ladder"]["tier"] == "reversible"
-        assert why["deciding_rule"] in {"gate.allowed", "gate.external_or_irreversible"}
+        # another agent's note waits for the person, though its type is reversible
+        assert staged["intent"]["status"] == "requires_approval"
+        assert why["deciding_rule"] == "mcp.waits_for_person"
         note = data(await client.call_tool("add_memory_note", {"text": "the printer is on floor 3"}))["note"]
         assert note["tainted"] is True
         found = data(await client.call_tool("search_memory", {"query": "PRINTER floor"}))["notes"]
@@ -87,6 +92,12 @@ def _hostile_calls(other_task: int, other_intent: int) -> list[tuple[str, dict[s
         ("add_task", {"title": big}, "over the limit"),
         ("add_task", {"title": "   "}, "must not be empty"),
         ("add_task", {"title": "a\x00b"}, "NUL"),
+        ("add_task", {"title": "t", "status": "done"}, "unknown argument(s) ['status']"),
+        (
+            "stage_intent",
+            {"type": "note", "title": "t", "tier": "reversible"},
+            "unknown argument(s) ['tier']",
+        ),
         ("set_task_status", {"task_id": other_task, "action": "done"}, "no task"),
         ("set_task_status", {"task_id": 10**9, "action": "block"}, "no task"),
         ("set_task_status", {"task_id": 1, "action": "approve"}, "is not one of"),
@@ -201,6 +212,42 @@ def test_unreadable_messages_are_answered_not_dropped(
         "write tests"
     ]
     assert sqlite_op.json("operator", "intents", "--profile", "me") == []
+
+
+@pytest.mark.parametrize(
+    ("line", "answer_id", "expected"),
+    [
+        (b'[{"jsonrpc":"2.0","id":7,"method":"ping"}]', None, "batch"),
+        (b"1", None, "must be a JSON object"),
+        (b"null", None, "must be a JSON object"),
+        (b'"ping"', None, "must be a JSON object"),
+        (b"{}", None, '"jsonrpc": "2.0"'),
+        (b'{"jsonrpc":"2.0"}', None, "no method"),
+        (b'{"jsonrpc":"2.0","id":true,"method":"ping"}', None, "string or an integer"),
+        (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', None, "string or an integer"),
+        (b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', None, "string or an integer"),
+        (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', None, "string or an integer"),
+        (b'{"jsonrpc":"1.0","id":7,"method":"ping"}', 7, '"jsonrpc": "2.0"'),
+        (b'{"jsonrpc":"2.0","id":7,"method":5}', 7, "method must be a string"),
+        (b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add_task","arguments":{"title":"'
+         + b"x" * (2 * 1024 * 1024 + 10) + b'"}}}', 7, "over the limit of 2097152 bytes"),
+    ],
+)  # fmt: skip
+def test_every_malformed_message_gets_a_json_rpc_error(
+    sqlite_op: Operator, line: bytes, answer_id: object, expected: str
+) -> None:
+    """Batches, non-objects, wrong versions, bad ids and over-long lines each get an error, none dropped."""
+    server = RawServer(sqlite_op)
+    try:
+        answer = server.ask(line)
+        assert (answer["jsonrpc"], answer["id"], answer["error"]["code"]) == ("2.0", answer_id, -32600)
+        assert expected in answer["error"]["message"]
+        after = server.ask(b'{"jsonrpc":"2.0","id":8,"method":"ping"}')
+        assert after == {"jsonrpc": "2.0", "id": 8, "result": {}}  # the server reads on after it
+    finally:
+        server.close()
+    assert sqlite_op.json("operator", "board", "--profile", "me")["tasks"][0]["title"] == "write tests"
+    assert len(sqlite_op.json("operator", "board", "--profile", "me")["tasks"]) == 1
 
 
 async def test_the_face_never_offers_execution_approval_activation_or_settings(sqlite_op: Operator) -> None:
