@@ -1,7 +1,8 @@
 """The MCP face over streamable HTTP, each figure a ratio to the SDK's minimal server in the same run.
 
-1. ``ping`` round trip: ``tickloop mcp serve --transport http`` (behind its guard: token, Origin,
-   rate limit) against a minimal ``MCPServer`` served by uvicorn the SDK's way. Target: at most 1.3.
+1. ``ping`` round trip (the 2025 protocol, ``mode="legacy"``: 2026-07-28 has no ping):
+   ``tickloop mcp serve --transport http`` (behind its guard: token, Origin, rate limit) against
+   a minimal ``MCPServer`` served by uvicorn the SDK's way. Target: at most 1.3.
    (Before TCP_NODELAY, each of ours took ~44 ms: Nagle's algorithm met the client's delayed ACK.)
 2. Server CPU per ``progress`` call with 20 rows (``/proc/PID/stat`` user+sys of each server
    process over the same calls) against a minimal server returning the identical payload, read
@@ -21,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -108,8 +110,8 @@ async def _rounds(
     async with (
         httpx2.AsyncClient(headers=servers[0][2], timeout=30) as h0,
         httpx2.AsyncClient(headers=servers[1][2], timeout=30) as h1,
-        Client(streamable_http_client(servers[0][1], http_client=h0)) as c0,
-        Client(streamable_http_client(servers[1][1], http_client=h1)) as c1,
+        Client(streamable_http_client(servers[0][1], http_client=h0), mode="legacy") as c0,
+        Client(streamable_http_client(servers[1][1], http_client=h1), mode="legacy") as c1,
     ):
         clients = (c0, c1)
         pids = (servers[0][0], servers[1][0])
@@ -160,6 +162,7 @@ def _line(name: str, ours: list[float], base: list[float], target: str, unit: st
 
 
 def run(*, quick: bool = False) -> None:
+    warnings.filterwarnings("ignore", message="ping is removed", category=Warning)
     rounds, calls = (3, 100) if quick else (7, 300)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

@@ -284,7 +284,8 @@ class Face:
         return {"note": service.plain(made)}
 
     def progress(self, limit: object = 20) -> dict[str, Any]:
-        return self._progress(_int("limit", limit, 1, MAX_ROWS)).data
+        rows = self.store.recent_progress(self.profile, limit=_int("limit", limit, 1, MAX_ROWS))
+        return {"rows": service.plain(rows)}  # the tool sends no text rendering: none is built
 
     def draft_goal(self, title: object, body: object = "") -> dict[str, Any]:
         made = service.set_goal(
@@ -299,8 +300,9 @@ class Face:
 
     def _progress(self, limit: int) -> View:
         rows = self.store.recent_progress(self.profile, limit=limit)
-        lines = [f"{service.plain(r.ended_at)} {r.tick_kind} {r.outcome}" for r in rows] or ["no ticks yet"]
-        return View({"rows": service.plain(rows)}, "\n".join(lines))
+        data = {"rows": service.plain(rows)}
+        lines = [f"{r['ended_at']} {r['tick_kind']} {r['outcome']}" for r in data["rows"]] or ["no ticks yet"]
+        return View(data, "\n".join(lines))
 
 
 # -- input checks: every one names the argument and says what was wrong ---------------------------------

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -183,28 +182,47 @@ def stage_draft(
 def plain(value: Any) -> Any:
     """Records, enums and datetimes as JSON-ready values (datetimes as UTC ISO text, milliseconds, ``Z``).
 
-    msgspec converts in C; only datetimes are left for one pass that formats them the store's way
-    (``2026-07-07T09:00:39.000Z``, where msgspec would write ``...39Z``). Struct fields keep their
-    Python names: no record the faces show renames its fields."""
-    from tickloop.operator.store._rows import iso  # noqa: PLC0415
+    msgspec converts in C, leaving datetimes in place; one pass finds them, and msgspec's encoder
+    writes them all at once, cut to the store's form (``2026-07-07T09:00:39.000Z``, where msgspec
+    alone writes ``...39Z``). Struct fields keep their Python names: no record the faces show
+    renames its fields."""
+    found: list[tuple[Any, Any, datetime]] = []
+    out = _collect(msgspec.to_builtins(value, builtin_types=(datetime,), str_keys=True), found)
+    if isinstance(out, datetime):
+        return _iso_all([out])[0]
+    for (holder, key, _), text in zip(found, _iso_all([t for _, _, t in found]), strict=True):
+        holder[key] = text
+    return out
 
-    return _times(msgspec.to_builtins(value, builtin_types=(datetime,), str_keys=True), iso)
 
-
-def _times(value: Any, iso: Callable[[datetime], str]) -> Any:
-    """``value`` with every datetime in it formatted by ``iso``, containers changed in place."""
+def _collect(value: Any, found: list[tuple[Any, Any, datetime]]) -> Any:
+    """``value`` with tuples made lists; every datetime in it noted as ``(container, key, time)``."""
     kind = type(value)
+    if kind is tuple:  # msgspec keeps tuples; JSON has only lists
+        value, kind = list(value), list
     if kind is dict:
         for key, item in value.items():
-            if type(item) in _WALKED:
-                value[key] = _times(item, iso)
+            if type(item) in _CONTAINERS:
+                value[key] = _collect(item, found)
+            elif isinstance(item, datetime):
+                found.append((value, key, item))
     elif kind is list:
         for index, item in enumerate(value):
-            if type(item) in _WALKED:
-                value[index] = _times(item, iso)
-    elif isinstance(value, datetime):
-        return iso(value)
+            if type(item) in _CONTAINERS:
+                value[index] = _collect(item, found)
+            elif isinstance(item, datetime):
+                found.append((value, index, item))
     return value
 
 
-_WALKED = frozenset({dict, list, datetime})
+_CONTAINERS = frozenset({dict, list, tuple})
+_TIMES = msgspec.json.Decoder(list[str])
+
+
+def _iso_all(times: list[datetime]) -> list[str]:
+    """Each time as ``_rows.iso`` writes it (UTC, milliseconds, ``Z``), encoded in one C call."""
+    from tickloop.operator.store._rows import iso  # noqa: PLC0415  (its check of naive times)
+
+    utc = [t if t.tzinfo is UTC else datetime.fromisoformat(iso(t)) for t in times]
+    texts = _TIMES.decode(msgspec.json.encode(utc))
+    return [t[:19] + (t[19:23] if t[19] == "." else ".000") + "Z" for t in texts]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -182,3 +184,25 @@ def test_the_deciding_rule_is_the_first_reason_asking_for_the_verdict(
 ) -> None:
     """explain_intent names the rule whose verdict the intent got, not a note like the origin."""
     assert deciding_rule(verdict, reasons) == rule
+
+
+async def test_accepted_connections_have_tcp_nodelay() -> None:
+    """The listening socket says TCP, so asyncio sets TCP_NODELAY on each connection: no answer
+    waits ~40 ms for the client's delayed ACK (Nagle's algorithm)."""
+    sock = http.bind(http.Options(port=0))
+    seen: list[int] = []
+
+    async def accepted(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = writer.get_extra_info("socket")
+        seen.append(conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        writer.close()
+
+    server = await asyncio.start_server(accepted, sock=sock)
+    async with server:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(*sock.getsockname()[:2]), timeout=10)
+        for _ in range(200):
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        writer.close()
+    assert seen == [1]
