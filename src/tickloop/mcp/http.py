@@ -224,4 +224,11 @@ async def serve(
     scheme = "https" if options.tls else "http"
     shown = f"[{options.host}]" if ":" in options.host else options.host
     announce(f"tickloop mcp: serving on {scheme}://{shown}:{port}{PATH}")
-    await uvicorn.Server(config).serve(sockets=[sock])
+    import anyio  # noqa: PLC0415  (comes with the SDK)
+
+    async with anyio.create_task_group() as tasks:
+        watcher = getattr(server, "watcher", None)
+        if watcher is not None:
+            tasks.start_soon(watcher.run)
+        await uvicorn.Server(config).serve(sockets=[sock])
+        tasks.cancel_scope.cancel()

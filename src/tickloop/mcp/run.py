@@ -8,7 +8,7 @@ from typing import Any, Literal
 from tickloop.errors import ConfigError
 from tickloop.mcp import http
 from tickloop.mcp import token as tokens
-from tickloop.mcp.face import Face
+from tickloop.mcp.face import Face, mcp_settings
 
 Transport = Literal["stdio", "http"]
 
@@ -42,6 +42,7 @@ def serve(
     if transport == "http":
         for warning in http.check_bind(options):
             announce(warning)
+    mcp_settings()  # a bad [mcp] autoAllow stops the start, not the first staging
     store = open_configured_store()
     try:
         store.get_profile(profile)

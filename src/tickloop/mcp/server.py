@@ -10,17 +10,21 @@ by name instead of being ignored.
 # No ``from __future__ import annotations``: the SDK reads each tool's signature with eval_str, and
 # the tools are closures whose annotations must be real objects.
 
-import json
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
+import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
-from mcp.types import ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import Completion, EmptyResult, ResourceTemplateReference, ToolAnnotations
+from mcp_types import INVALID_PARAMS, SubscribeRequestParams, UnsubscribeRequestParams
 from pydantic import Field, StrictInt, StrictStr
 
 from tickloop.errors import TickloopError
+from tickloop.mcp import extras
 from tickloop.mcp.face import RESOURCES, TOOLS, Face, View
+from tickloop.mcp.watch import Watcher
 from tickloop.operator.service import TASK_ACTIONS
 
 T = TypeVar("T")
@@ -42,7 +46,10 @@ AGENT_HEADER = "x-tickloop-agent"
 
 
 class StrictServer(MCPServer[Any]):
-    """``MCPServer`` that refuses a tool call with an argument the tool does not take."""
+    """``MCPServer`` that refuses a tool call with an argument the tool does not take, and keeps
+    the :class:`~tickloop.mcp.watch.Watcher` of its subscriptions (the transports run it)."""
+
+    watcher: Watcher
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         tool = self._tool_manager.get_tool(name)
@@ -76,15 +83,14 @@ def _resource(read: Callable[[], View], *, as_text: bool) -> Callable[[], str]:
             view = read()
         except TickloopError as exc:
             raise ResourceError(str(exc)) from None
-        if as_text:
-            return view.text
-        return json.dumps(view.data, ensure_ascii=False, sort_keys=True, indent=1)
+        return view.text if as_text else extras.as_json(view)
 
     return handler
 
 
-def build(face: Face) -> MCPServer[Any]:
-    """An ``MCPServer`` exposing exactly ``RESOURCES`` and ``TOOLS`` of ``face``."""
+def build(face: Face) -> StrictServer:
+    """A server exposing exactly ``RESOURCES``, ``TOOLS``, ``extras.TEMPLATES`` and ``extras.PROMPTS``
+    of ``face``, with completions for ids and resource subscriptions."""
     server = StrictServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
     for name, description in RESOURCES.items():
         read = _reader(face, name)
@@ -95,7 +101,79 @@ def build(face: Face) -> MCPServer[Any]:
             f"tickloop://{name}.txt", name=f"{name}.txt", description=description, mime_type="text/plain"
         )(_resource(read, as_text=True))
     _register_tools(server, face)
+    _register_extras(server, face)
     return server
+
+
+def _register_extras(server: StrictServer, face: Face) -> None:
+    for template, description in extras.TEMPLATES.items():
+        server.resource(template, description=description, mime_type="application/json")(
+            _template(face, template)
+        )
+    for name, description in extras.PROMPTS.items():
+        server.prompt(name=name, description=description)(_prompt(face, name))
+    # the SDK leaves completion() untyped
+    server.completion()(_completer(face))  # type: ignore[no-untyped-call]
+    server.watcher = Watcher(lambda uri: extras.read_uri(face, uri))
+    _register_subscriptions(server)
+
+
+def _template(face: Face, template: str) -> Callable[[str], str]:
+    def read(value: str) -> str:
+        try:
+            return extras.as_json(extras.read_template(face, template, value))
+        except TickloopError as exc:
+            raise ResourceError(str(exc)) from None
+
+    # the SDK passes the URI's parameter by its name
+    def by_since(since: str) -> str:
+        return read(since)
+
+    def by_id(id: str) -> str:  # noqa: A002  (the template's parameter name)
+        return read(id)
+
+    return by_since if template.endswith("{since}") else by_id
+
+
+def _prompt(face: Face, name: str) -> Callable[[], str]:
+    def handler() -> str:
+        try:
+            return extras.get_prompt(face, name)
+        except TickloopError as exc:
+            raise ToolError(str(exc)) from None
+
+    return handler
+
+
+def _completer(face: Face) -> Callable[..., Any]:
+    async def complete(ref: Any, argument: Any, _context: Any) -> Completion | None:
+        if not isinstance(ref, ResourceTemplateReference):
+            return None
+        values = await anyio.to_thread.run_sync(
+            lambda: extras.complete(face, ref.uri, argument.name, argument.value)
+        )
+        return Completion(values=values, has_more=False)
+
+    return complete
+
+
+def _register_subscriptions(server: StrictServer) -> None:
+    watcher = server.watcher
+
+    async def subscribe(ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
+        try:
+            await watcher.subscribe(str(params.uri), ctx.session)
+        except TickloopError as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
+        return EmptyResult()
+
+    async def unsubscribe(ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
+        watcher.unsubscribe(str(params.uri), ctx.session)
+        return EmptyResult()
+
+    lowlevel = server._lowlevel_server  # MCPServer has no decorator for these (SDK 2.3)
+    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
+    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
 
 
 def _reader(face: Face, name: str) -> Callable[[], View]:

@@ -172,5 +172,12 @@ async def serve(server: Any) -> None:
     raw_in, raw_out = _claim_std()
     out = _Out(raw_out)
     lowlevel = server._lowlevel_server  # the SDK's run_stdio_async, with our streams
-    async with stdio_server(_In(raw_in, out), out) as (read, write):  # type: ignore[arg-type]
+    async with (
+        stdio_server(_In(raw_in, out), out) as (read, write),  # type: ignore[arg-type]
+        anyio.create_task_group() as tasks,
+    ):
+        watcher = getattr(server, "watcher", None)
+        if watcher is not None:
+            tasks.start_soon(watcher.run)
         await lowlevel.run(read, write, lowlevel.create_initialization_options())
+        tasks.cancel_scope.cancel()

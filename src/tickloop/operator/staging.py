@@ -117,10 +117,11 @@ def _mcp_waits(stamp: gate.Stamp, draft: Draft, auto_allow: frozenset[str]) -> g
     if stamp.verdict is not Verdict.ALLOWED or draft.action_type in auto_allow:
         return stamp
     reason = (
-        f"mcp.waits_for_person: staged through {draft.origin}; "
-        f"[mcp] autoAllow does not name {draft.action_type!r}"
+        f"mcp.waits_for_person: the gate would allow it, but what {draft.origin} stages waits for the "
+        f"person; [mcp] autoAllow does not name {draft.action_type!r}"
     )
-    return gate.Stamp(Verdict.REQUIRES_APPROVAL, (*stamp.reasons, reason))
+    kept = tuple(r for r in stamp.reasons if not r.startswith("gate.allowed"))
+    return gate.Stamp(Verdict.REQUIRES_APPROVAL, (*kept, reason))
 
 
 def _note_origin(stamp: gate.Stamp, origin: str) -> gate.Stamp:
