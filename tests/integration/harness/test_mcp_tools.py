@@ -21,7 +21,9 @@ from tests.peers import NODE, SERVER_EVERYTHING, require
 
 from tickloop import __version__
 from tickloop.audit import session_file_name
+from tickloop.cli.chat_render import progress_line
 from tickloop.harness import Agent, AgentEvent, Notice, open_chat_agent
+from tickloop.harness.events import ToolCallEnded, ToolCallProgress
 from tickloop.harness.tools import open_toolbox, tools_settings
 from tickloop.models.openai_compat import OpenAICompatModel
 from tickloop.testing.openai_server import OpenAIServer, Reply
@@ -443,3 +445,36 @@ async def test_server_everything_sees_the_workspace_as_the_clients_root(tmp_path
     (roots,) = results(tmp_path)
     assert roots["status"] == "ok"
     assert tmp_path.resolve().as_uri() in roots["result"]
+
+
+@pytest.mark.timeout(240)
+async def test_server_everything_progress_reaches_the_chat_while_the_call_runs(tmp_path: Path) -> None:
+    """The client sends a progressToken; server-everything's progress notifications arrive as
+    ToolCallProgress events before the call ends, and the chat shows each as a tool line."""
+    seen: list[Any] = []
+    with OpenAIServer(default=Reply.text("done")) as server:
+        server.script(
+            Reply.tool_calls(
+                ("p", "everything__trigger-long-running-operation", '{"duration": 2, "steps": 4}')
+            )
+        )
+        model = OpenAICompatModel("test", base_url=server.base_url, model="tickloop-test", timeout_s=5)
+        agent = open_chat_agent(
+            model,
+            sessions_dir=tmp_path / "sessions",
+            session_id="m",
+            tick=None,
+            toolbox=open_toolbox(tools_settings(everything(tmp_path))),
+            listeners=[
+                lambda event: (
+                    seen.append(event) if isinstance(event, ToolCallProgress | ToolCallEnded) else None
+                )
+            ],
+        )
+        await drive(agent, ["run it"])
+    progress = [e for e in seen if isinstance(e, ToolCallProgress)]
+    ended = [i for i, e in enumerate(seen) if isinstance(e, ToolCallEnded)]
+    assert [(e.progress, e.total) for e in progress] == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert seen.index(progress[-1]) < ended[0]  # while the call ran, not after
+    assert seen[ended[0]].result.ok
+    assert progress_line(progress[1]).startswith("⚙ everything__trigger-long-running-operation … 2/4")

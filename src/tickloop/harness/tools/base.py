@@ -15,6 +15,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -26,6 +27,11 @@ from tickloop.sha256 import sha256
 DEFAULT_RESULT_CAP = 16_000
 #: characters of a call's arguments kept in the transcript
 ARGS_CAP = 4_000
+
+
+#: ``(progress, total, message)`` -> None: where the running call's progress goes (set by ``Toolbox.run``)
+Progress = Callable[[float, float | None, str], None]
+CALL_PROGRESS: ContextVar[Progress | None] = ContextVar("tickloop_call_progress", default=None)
 
 
 class CallStatus(StrEnum):
@@ -147,10 +153,15 @@ class Toolbox:
     def __bool__(self) -> bool:
         return bool(self.providers)
 
-    async def run(self, call: ToolCall) -> CallResult:
-        """Run one call. Never raises but for cancellation."""
+    async def run(self, call: ToolCall, *, progress: Progress | None = None) -> CallResult:
+        """Run one call (``progress`` hears what it reports while it runs). Never raises but for
+        cancellation."""
         started = time.monotonic()
-        status, text = await self._attempt(call)
+        token = CALL_PROGRESS.set(progress)
+        try:
+            status, text = await self._attempt(call)
+        finally:
+            CALL_PROGRESS.reset(token)
         elapsed = int((time.monotonic() - started) * 1000)
         return CallResult(call, status, cap(text, self.result_cap), elapsed, digest(text), len(text))
 

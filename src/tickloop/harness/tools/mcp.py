@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tickloop.harness.tools.base import FunctionTool, OutcomeUnknownError, Tool, ToolError
+from tickloop.harness.tools.base import CALL_PROGRESS, FunctionTool, OutcomeUnknownError, Tool, ToolError
 from tickloop.models.base import ToolSpec
 from tickloop.sha256 import sha256
 
@@ -273,7 +273,7 @@ class McpProvider:
             raise ToolError(f"MCP server {self.name} is not available ({self._failure or 'not started'})")
         try:
             async with asyncio.timeout(self.options.call_timeout_s):
-                result = await session.call_tool(name, dict(arguments))
+                result = await session.call_tool(name, dict(arguments), progress_callback=_progress())
         except TimeoutError:
             waited = self.options.call_timeout_s
             raise OutcomeUnknownError(f"MCP server {self.name}: no answer within {waited:g} s") from None
@@ -339,6 +339,19 @@ async def _end_group(group_file: Path) -> None:
                 os.killpg(pgid, 0)
             except (ProcessLookupError, PermissionError):
                 return
+
+
+def _progress() -> Any:
+    """The SDK's progress callback for the running call (the SDK then sends a ``progressToken``),
+    or None when nobody listens."""
+    listener = CALL_PROGRESS.get()
+    if listener is None:
+        return None
+
+    async def heard(progress: float, total: float | None, message: str | None) -> None:
+        listener(progress, total, message or "")
+
+    return heard
 
 
 def _client_info() -> Any:
