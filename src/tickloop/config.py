@@ -123,6 +123,8 @@ class Settings(msgspec.Struct, **_STRUCT):
     tools: dict[str, Any] = msgspec.field(default_factory=dict)
     #: the dashboard (``tickloop web``): ``baseUrl`` for links in notices
     web: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: the MCP face (``tickloop mcp serve``): ``autoAllow`` (validated by ``tickloop.mcp.face``)
+    mcp: dict[str, Any] = msgspec.field(default_factory=dict)
     #: per-profile overrides of the operator sections: ``[profiles.NAME.attention]`` and the like
     profiles: dict[str, Any] = msgspec.field(default_factory=dict)
 

@@ -15,7 +15,8 @@ RANK = {
     "operator": 2,
     "harness": 3,  # the chat's workspace tools use the operator's jail; the operator never imports the chat
     **dict.fromkeys(["web", "mcp", "experiment", "doctor", "config_reference", "testing"], 4),
-    **dict.fromkeys(["cli", "__main__", "__init__"], 5),
+    "__init__": 0,  # the root package holds only __version__
+    **dict.fromkeys(["cli", "__main__"], 5),
 }
 
 

@@ -33,6 +33,7 @@ from tickloop.harness.events import (
     Notice,
     TextStreamed,
     ToolCallEnded,
+    ToolCallProgress,
     ToolCallStarted,
     TurnEnded,
     TurnStarted,
@@ -297,7 +298,11 @@ class Agent:
         self._running_call = call
         self._running_since = time.monotonic()
         self.emit(ToolCallStarted(number, call))
-        result = await self.toolbox.run(call)
+
+        def progress(done: float, total: float | None, message: str) -> None:
+            self.emit(ToolCallProgress(number, call, done, total, message))
+
+        result = await self.toolbox.run(call, progress=progress)
         self._running_call = None
         self.session.add_tool_result(result)
         self.emit(ToolCallEnded(number, result))
