@@ -219,6 +219,15 @@ def test_fast_model_error_fails_closed(clock: FakeClock) -> None:
     assert store.list_intents(P) == []
 
 
+def test_a_failed_model_call_is_not_followed_by_a_critique(clock: FakeClock) -> None:
+    """With no answer to critique (the provider failed), the tick asks nothing more and stores none."""
+    store = make_store(clock)
+    model = OfflineModel(fail_on_call=frozenset({1}))
+    tick(store, clock, "fast", model)
+    assert len(model.calls) == 1  # the failed action call; no critique call after it
+    assert store.recent_critiques(P, goal_version(store)) == []
+
+
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
