@@ -14,9 +14,8 @@ import pytest
 from tickloop.config import load_settings
 from tickloop.errors import ModelError
 from tickloop.models import ChatMessage, OpenAICompatModel
-from tickloop.operator.domain import Outcome
+from tickloop.operator.domain import Outcome, ProgressRow
 from tickloop.operator.runner import run_tick
-from tickloop.operator.domain import ProgressRow
 from tickloop.operator.store import Store, open_store
 from tickloop.operator.ticks._ask import MAX_TOKENS
 from tickloop.testing import FakeClock
@@ -205,8 +204,8 @@ def _fast(
     ("reply", "said"),
     [
         (Reply(content='{"actionType"', finish_reason="length", usage=(2046, 2)),
-         "context full: the prompt (2046 tokens) plus the answer (2 tokens) reached the model's context "
-         "(about 2048 tokens) before maxTokens=512"),
+         ("context full: the prompt (2046 tokens) plus the answer (2 tokens) reached the model's context "
+          "(about 2048 tokens) before maxTokens=512")),
         (Reply(content="{", finish_reason="length", report_usage=False),
          "plus the answer (about 0 tokens) reached the model's context"),
     ],
