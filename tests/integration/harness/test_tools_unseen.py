@@ -13,7 +13,7 @@ from .test_tools import Probe, chat, drive
 SMOLLM2_LIKE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}{% endfor %}"
 )
-WITH_TOOLS = "{% if tools %}<tools>{{ tools | tojson }}</tools>{% endif %}{% for m in messages %}{{ m.content }}{% endfor %}"
+WITH_TOOLS = "{% if tools %}<tools>{{ tools | tojson }}</tools>{% endif %}{{ messages }}"
 
 
 async def notices(tmp_path: Path, server: OpenAIServer, lines: list[str]) -> list[str]:
