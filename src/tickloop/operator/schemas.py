@@ -71,6 +71,8 @@ RECIPIENT_PATTERN = (
 #: 2 is conservative: SmolLM2's tokenizer averages about 4 characters per token on English text.
 CHARS_PER_TOKEN = 2
 Title = Annotated[str, msgspec.Meta(min_length=1, max_length=96)]
+#: an action's title (an email's subject): a little longer than a plan step's
+ActionTitle = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
 Body = Annotated[str, msgspec.Meta(max_length=480)]
 Rationale = Annotated[str, msgspec.Meta(max_length=160)]
 #: one email address: the shape ``validate_recipient`` then checks fully
@@ -94,7 +96,7 @@ class ActionIntentOut(msgspec.Struct, **_STRUCT):
     ``actionType``); ``to_intent`` flattens it into this, with "" (or None) where the type has no field."""
 
     action_type: ActionType
-    title: Title
+    title: ActionTitle
     recipient: Recipient
     body: Text
     #: for spend: the amount in the vendor's currency, and the vendor
@@ -109,7 +111,7 @@ _TAGGED = {**_STRUCT, "tag_field": "actionType"}
 class NoteOut(msgspec.Struct, tag="note", **_TAGGED):
     """Write a note: a title and a body. No recipient, amount or vendor can be written."""
 
-    title: Title
+    title: ActionTitle
     body: Body
     rationale: Rationale = ""
 
@@ -117,7 +119,7 @@ class NoteOut(msgspec.Struct, tag="note", **_TAGGED):
 class WikiWriteOut(msgspec.Struct, tag="wiki_write", **_TAGGED):
     """Write a wiki page."""
 
-    title: Title
+    title: ActionTitle
     body: Body
     rationale: Rationale = ""
 
@@ -125,7 +127,7 @@ class WikiWriteOut(msgspec.Struct, tag="wiki_write", **_TAGGED):
 class DraftPrepOut(msgspec.Struct, tag="draft_prep", **_TAGGED):
     """Draft a message or document, never sent; ``recipient``: who it is for (a handle, or empty)."""
 
-    title: Title
+    title: ActionTitle
     recipient: Handle
     body: Body
     rationale: Rationale = ""
@@ -134,14 +136,14 @@ class DraftPrepOut(msgspec.Struct, tag="draft_prep", **_TAGGED):
 class ResearchOut(msgspec.Struct, tag="research", **_TAGGED):
     """Search the operator's own memory for ``title``."""
 
-    title: Title
+    title: ActionTitle
     rationale: Rationale = ""
 
 
 class EmailOut(msgspec.Struct, tag="email", **_TAGGED):
     """Send one email: one address, a subject (``title``) and a body."""
 
-    title: Title
+    title: ActionTitle
     recipient: EmailAddress
     body: Body
     rationale: Rationale = ""
@@ -150,7 +152,7 @@ class EmailOut(msgspec.Struct, tag="email", **_TAGGED):
 class MessageOut(msgspec.Struct, tag="message", **_TAGGED):
     """Notify the person; ``recipient``: a notify channel's name, or empty for every channel."""
 
-    title: Title
+    title: ActionTitle
     recipient: Handle
     body: Body
     rationale: Rationale = ""
@@ -159,7 +161,7 @@ class MessageOut(msgspec.Struct, tag="message", **_TAGGED):
 class SpendOut(msgspec.Struct, tag="spend", **_TAGGED):
     """A purchase the person makes by hand: what (``title``), from whom and for how much."""
 
-    title: Title
+    title: ActionTitle
     vendor: Annotated[str, msgspec.Meta(min_length=1, max_length=96)]
     amount: Amount
     rationale: Rationale = ""

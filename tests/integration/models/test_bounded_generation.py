@@ -22,7 +22,7 @@ from tickloop.testing import FakeClock
 from tickloop.testing.openai_server import MODEL_ID, OpenAIServer, Reply
 
 HELLO = [ChatMessage("user", "hello " * 40)]
-NOTE = json.dumps({"actionType": "note", "title": "Outline", "recipient": "", "body": "b"})
+NOTE = json.dumps({"actionType": "note", "title": "Outline", "body": "b"})
 
 
 def _model(server: OpenAIServer, **options: object) -> OpenAICompatModel:

@@ -192,7 +192,7 @@ MALFORMED = [
         '{"actionType": "email", "title": "x", "recipient": "a@b.c, d@e.f", "body": ""}', id="two-to"
     ),
     pytest.param('{"actionType": "spend", "title": "x", "vendor": "Shop"}', id="spend-no-amount"),
-    pytest.param('{"actionType": "note", "title": "' + "x" * 97 + '", "body": ""}', id="title-too-long"),
+    pytest.param('{"actionType": "note", "title": "' + "x" * 129 + '", "body": ""}', id="title-too-long"),
     pytest.param('{"actionType": "note", "title": "x", "body": "' + "b" * 481 + '"}', id="body-too-long"),
 ]
 
