@@ -68,7 +68,8 @@ def _with_offline_answers(model: Any) -> Any:
 def _progress(scenario: Any, trial: Any, verdict: dict[str, bool | None]) -> None:
     failed = [name for name, ok in verdict.items() if ok is False]
     said = "ok" if not failed else "failed: " + ", ".join(failed)
-    line = f"  {scenario.name} #{trial.repeat}: {trial.outcome} ({said})"
+    why = f": {trial.error[:200]}" if trial.outcome == "failed" else ""
+    line = f"  {scenario.name} #{trial.repeat}: {trial.outcome} ({said}){why}"
     click.echo(inert(line, keep_newlines=False), err=True)
 
 

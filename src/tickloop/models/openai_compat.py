@@ -493,16 +493,3 @@ class _ToolCallParts:
             ToolCall(id=call_id or f"call_{index}", name=name, arguments="".join(pieces))
             for index, (call_id, name, pieces) in sorted(self.parts.items())
         )
-
-
-def _completion_parts(response: object) -> tuple[str, Usage | None]:
-    answer = _object(response, "the answer")
-    choices = answer.get("choices")
-    if not isinstance(choices, list) or not choices:
-        raise _ShapeError("the answer has no choices")
-    message = _object(_object(choices[0], "a choice").get("message"), "the answer's message")
-    text = message.get("content")
-    if not isinstance(text, str):
-        refusal = message.get("refusal")
-        raise _ShapeError(f"the answer has no text{f' (refusal: {refusal})' if refusal else ''}")
-    return text, _chunk_usage(answer)

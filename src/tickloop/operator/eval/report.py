@@ -119,7 +119,8 @@ def tick_lines(figures: Mapping[str, Spread | None]) -> list[str]:
     for key, label in names.items():
         found = figures.get(key)
         if found is None:
-            lines.append(f"per tick, {label}: not reported by the server")
+            why = "no tick asked a model" if key == "model_seconds" else "not reported by the server"
+            lines.append(f"per tick, {label}: {why}")
             continue
         fmt = "{:.2f}" if key == "model_seconds" else "{:.0f}"
         median, low, high = (fmt.format(v) for v in (found.median, found.low, found.high))

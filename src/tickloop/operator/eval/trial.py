@@ -17,6 +17,7 @@ import msgspec
 
 from tickloop.clock import SystemClock
 from tickloop.config import Settings
+from tickloop.errors import ModelError
 from tickloop.models.base import ChatMessage, ChatModel, Completion, StreamEvent, ToolSpec
 from tickloop.operator.domain import TaskStatus
 from tickloop.operator.eval.scenarios import PROFILE, Scenario, seed
@@ -33,6 +34,8 @@ class Call:
     tokens_out: int | None
     seconds: float
     finish_reason: str | None
+    #: the provider's failure (the call got no answer: ``text`` is "")
+    error: str = ""
 
 
 class Recording:
@@ -61,7 +64,11 @@ class Recording:
         max_tokens: int | None = None,
     ) -> Completion:
         started = time.monotonic()
-        done = await self.inner.complete(messages, json_schema=json_schema, max_tokens=max_tokens)
+        try:
+            done = await self.inner.complete(messages, json_schema=json_schema, max_tokens=max_tokens)
+        except ModelError as exc:  # no answer: scored as one that is not the schema
+            self.calls.append(Call("", None, None, time.monotonic() - started, None, exc.message))
+            raise
         usage = done.usage
         self.calls.append(
             Call(
