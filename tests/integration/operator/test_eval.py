@@ -215,3 +215,14 @@ def test_the_cli_refuses_an_unknown_scenario_and_model(tmp_path: Path) -> None:
     unknown = tickloop(env, "operator", "eval", "--model", "nosuch")
     assert unknown.returncode == 2
     assert "unknown model 'nosuch'" in unknown.stderr
+
+
+def test_a_call_that_got_no_answer_scores_as_not_schema_valid() -> None:
+    """A server that refuses the request (llama-cpp-python's 500 for json_schema) is a miss on
+    schema-valid, with its error kept on the trial, never a check that quietly does not apply."""
+    with OpenAIServer(default=Reply.error(500, "response_format.type: Input should be 'text'")) as server:
+        model = OpenAICompatModel("scripted", base_url=server.base_url, model=MODEL_ID, timeout_s=10)
+        result = run(model, ["spend"])
+    assert result.verdicts[0]["schema-valid"] is False
+    assert "HTTP 500" in result.trials[0].calls[0].error
+    assert result.trials[0].outcome == "failed"
