@@ -23,9 +23,10 @@ from tickloop.inert import inert
 def eval_command(
     *, model_name: str | None, repeat: int, names: tuple[str, ...], list_only: bool, as_json: bool
 ) -> None:
-    """Score a model on the operator's scenario suite: each scenario is a goal, a board, a plan,
-    observations (tainted or not), failed actions, critiques; its real tick runs against a throwaway
-    store with the executor never run. Prints each check's rate with a 95% Wilson interval and the
+    """Is this model good enough to run the operator? Scores it on the scenario suite.
+
+    Each scenario is a goal, a board, a plan, observations (tainted or not), failed actions and
+    critiques; its real tick runs against a throwaway store with the executor never run. Prints each check's rate with a 95% Wilson interval and the
     bar the operator needs before you arm the executor, then tokens and seconds per tick.
     """
     from tickloop.config import load_settings  # noqa: PLC0415
