@@ -26,8 +26,9 @@ def eval_command(
     """Is this model good enough to run the operator? Scores it on the scenario suite.
 
     Each scenario is a goal, a board, a plan, observations (tainted or not), failed actions and
-    critiques; its real tick runs against a throwaway store with the executor never run. Prints each check's rate with a 95% Wilson interval and the
-    bar the operator needs before you arm the executor, then tokens and seconds per tick.
+    critiques; its real tick runs against a throwaway store with the executor never run. Prints
+    each check's rate with a 95% Wilson interval and the bar the operator needs before you arm the
+    executor, then tokens and seconds per tick.
     """
     from tickloop.config import load_settings  # noqa: PLC0415
     from tickloop.models.registry import get_model  # noqa: PLC0415

@@ -19,6 +19,7 @@ from tickloop.models.offline import OfflineModel
 from tickloop.models.openai_compat import OpenAICompatModel
 from tickloop.operator.context import read_packet
 from tickloop.operator.eval import run_suite
+from tickloop.operator.eval.report import tick_lines
 from tickloop.operator.eval.scenarios import load_suite
 from tickloop.operator.offline import answer
 from tickloop.testing.openai_server import MODEL_ID, OpenAIServer, Reply
@@ -226,3 +227,16 @@ def test_a_call_that_got_no_answer_scores_as_not_schema_valid() -> None:
     assert result.verdicts[0]["schema-valid"] is False
     assert "HTTP 500" in result.trials[0].calls[0].error
     assert result.trials[0].outcome == "failed"
+
+
+def test_tokens_a_server_does_not_count_are_estimated_and_said_to_be() -> None:
+    """Against a server that streams no usage (llama-cpp-python), the per-tick tokens are estimated
+    from the bytes sent and received, and the report says they are estimates."""
+    reply = Reply(content=json.dumps(GOOD["spend"]), report_usage=False)
+    with OpenAIServer(default=reply) as server:
+        model = OpenAICompatModel("scripted", base_url=server.base_url, model=MODEL_ID, timeout_s=10)
+        result = run(model, ["spend"])
+    figures = result.per_tick
+    assert figures["tokens_estimated"] is not None
+    assert figures["tokens_out"].median == len(json.dumps(GOOD["spend"]).encode()) // 4
+    assert "estimated as UTF-8 bytes / 4" in "\n".join(tick_lines(figures))

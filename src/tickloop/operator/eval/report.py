@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tickloop.operator.eval.checks import BAR
-from tickloop.operator.eval.trial import Trial
+from tickloop.operator.eval.trial import Call, Trial
 
 #: the normal quantile of a two-sided 95% interval
 Z95 = 1.959963984540054
@@ -76,25 +76,27 @@ def spread(values: Sequence[float]) -> Spread | None:
 
 
 def per_tick(trials: Sequence[Trial]) -> dict[str, Spread | None]:
-    """Tokens in and out and the model's seconds per tick, over the ticks that asked a model
-    (counted tokens only: a server that reports none leaves those rows out)."""
+    """Tokens in and out and the model's seconds per tick, over the ticks that asked a model. Tokens
+    are the server's counts; when it counted none (llama-cpp-python streams no usage), they are
+    estimated as UTF-8 bytes / 4 and ``tokens_estimated`` says so."""
     asked = [t for t in trials if t.calls]
-    tokens_in = [
-        float(sum(c.tokens_in or 0 for c in t.calls))
-        for t in asked
-        if all(c.tokens_in is not None for c in t.calls)
-    ]
-    tokens_out = [
-        float(sum(c.tokens_out or 0 for c in t.calls))
-        for t in asked
-        if all(c.tokens_out is not None for c in t.calls)
-    ]
+    calls = [c for t in asked for c in t.calls]
+    counted = bool(calls) and all(c.tokens_in is not None and c.tokens_out is not None for c in calls)
+    tokens_in = [float(sum(_tokens(c, counted=counted, out=False) for c in t.calls)) for t in asked]
+    tokens_out = [float(sum(_tokens(c, counted=counted, out=True) for c in t.calls)) for t in asked]
     seconds = [sum(c.seconds for c in t.calls) for t in asked]
     return {
         "tokens_in": spread(tokens_in),
         "tokens_out": spread(tokens_out),
         "model_seconds": spread(seconds),
+        "tokens_estimated": None if counted or not calls else Spread(1, 1, 1, len(asked)),
     }
+
+
+def _tokens(call: Call, *, counted: bool, out: bool) -> int:
+    if counted:
+        return (call.tokens_out if out else call.tokens_in) or 0
+    return (len(call.text.encode("utf-8")) if out else call.prompt_bytes) // 4
 
 
 def table_lines(stats: Sequence[CheckStats]) -> list[str]:
@@ -115,14 +117,19 @@ def table_lines(stats: Sequence[CheckStats]) -> list[str]:
 
 def tick_lines(figures: Mapping[str, Spread | None]) -> list[str]:
     names = {"tokens_in": "tokens in", "tokens_out": "tokens out", "model_seconds": "model seconds"}
+    is_guess = figures.get("tokens_estimated") is not None
     lines = []
     for key, label in names.items():
         found = figures.get(key)
         if found is None:
-            why = "no tick asked a model" if key == "model_seconds" else "not reported by the server"
-            lines.append(f"per tick, {label}: {why}")
+            lines.append(f"per tick, {label}: no tick asked a model")
             continue
         fmt = "{:.2f}" if key == "model_seconds" else "{:.0f}"
         median, low, high = (fmt.format(v) for v in (found.median, found.low, found.high))
-        lines.append(f"per tick, {label}: median {median} (min-max {low}-{high}, {found.count} ticks)")
+        guess = (
+            " (estimated as UTF-8 bytes / 4: the server counted none)"
+            if is_guess and key != "model_seconds"
+            else ""
+        )
+        lines.append(f"per tick, {label}: median {median} (min-max {low}-{high}, {found.count} ticks){guess}")
     return lines

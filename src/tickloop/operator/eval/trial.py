@@ -36,6 +36,8 @@ class Call:
     finish_reason: str | None
     #: the provider's failure (the call got no answer: ``text`` is "")
     error: str = ""
+    #: UTF-8 bytes of the messages sent (for an estimate when the server counts no tokens)
+    prompt_bytes: int = 0
 
 
 class Recording:
@@ -63,22 +65,18 @@ class Recording:
         json_schema: Mapping[str, Any] | None = None,
         max_tokens: int | None = None,
     ) -> Completion:
+        sent = sum(len(m.content.encode("utf-8", "replace")) for m in messages)
         started = time.monotonic()
         try:
             done = await self.inner.complete(messages, json_schema=json_schema, max_tokens=max_tokens)
         except ModelError as exc:  # no answer: scored as one that is not the schema
-            self.calls.append(Call("", None, None, time.monotonic() - started, None, exc.message))
+            self.calls.append(Call("", None, None, time.monotonic() - started, None, exc.message, sent))
             raise
         usage = done.usage
-        self.calls.append(
-            Call(
-                done.text,
-                None if usage is None else usage.input_tokens,
-                None if usage is None else usage.output_tokens,
-                time.monotonic() - started,
-                done.finish_reason,
-            )
-        )
+        tokens_in = None if usage is None else usage.input_tokens
+        tokens_out = None if usage is None else usage.output_tokens
+        seconds = time.monotonic() - started
+        self.calls.append(Call(done.text, tokens_in, tokens_out, seconds, done.finish_reason, "", sent))
         return done
 
     def keep_connections(self) -> None:
