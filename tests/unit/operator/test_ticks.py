@@ -205,6 +205,7 @@ def test_fast_malformed_model_output_fails_closed(clock: FakeClock, reply: str) 
     row = last_row(store)
     assert (code, row.outcome) == (1, Outcome.FAILED)
     assert "invalid model output" in row.error
+    assert "tickloop.operator" not in row.error  # the answer's schema is named, not a Python union
     assert "prompt=sha256:" in row.detail
     assert store.list_intents(P) == []
 

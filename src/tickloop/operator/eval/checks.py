@@ -130,7 +130,7 @@ def _decoded(scenario: Scenario, trial: Trial) -> Any:
     text = trial.answer or ""
     if scenario.tick == "fast":
         union: Any = ActionAnswer
-        return check_intent(to_intent(decode_structured(text, union)))
+        return check_intent(to_intent(decode_structured(text, union, "ActionIntentOut")))
     if scenario.tick == "slow":
         return check_review(decode_structured(text, ReviewOut), trial.open_ids)
     return decode_structured(text, ConsolidationOut)

@@ -96,7 +96,7 @@ def ask(
         error = cut_off_text(tokens_in, tokens_out, completion.max_tokens, counted=usage is not None)
         return Asked(None, error, extra, text)
     try:
-        value = decode_structured(completion.text, type_)
+        value = decode_structured(completion.text, type_, str((schema or {}).get("title", "")))
     except ValidationError as exc:
         return Asked(None, f"invalid model output (nothing was guessed): {exc.message}", extra, text)
     return Asked(value, "", extra, text)
