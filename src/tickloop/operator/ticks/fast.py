@@ -10,8 +10,9 @@
    candidate, however many ticks pass before the person decides. Otherwise the first pending plan
    step is the current one; with no plan the model derives one action and the row says
    ``replan_needed=true``.
-3. One action intent, validated against ``ActionIntentOut`` (``actionType`` is one of the registered
-   handler types, or ``none``); anything else is a ``failed`` row and no intent (fail closed). ``none``
+3. One action intent: the model writes one member of ``ActionAnswer`` (``oneOf`` keyed on
+   ``actionType``: a registered handler type, or ``none``; each type with only its own fields),
+   flattened into ``ActionIntentOut``; anything else is a ``failed`` row and no intent (fail closed). ``none``
    is the model saying there is nothing to do now: a ``noop`` row with its rationale, nothing staged.
 4. Drift guard: an exact-ish repeat of a tried-and-failed action is recorded as a blocked intent
    (outcome ``blocked``) and never executed, unless the kernel sanctioned a recovery retry
@@ -20,7 +21,8 @@
    intent goes to ``ready`` and the step is marked done (outcome ``staged``). Otherwise the tick stops
    (``gate_stop``) and offers the person a notice candidate (``tickloop.operator.candidates``).
 
-``after`` writes the self-critique of a failed, blocked or gate-stopped tick.
+``after`` writes the self-critique of a failed, blocked or gate-stopped tick: none when the model
+call got no answer at all, and within what is left of the tick's model budget (1.5 x ``timeoutS``).
 """
 
 from __future__ import annotations
