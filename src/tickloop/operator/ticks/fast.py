@@ -12,8 +12,9 @@
    ``replan_needed=true``.
 3. One action intent: the model writes one member of ``ActionAnswer`` (``oneOf`` keyed on
    ``actionType``: a registered handler type, or ``none``; each type with only its own fields),
-   flattened into ``ActionIntentOut``; anything else is a ``failed`` row and no intent (fail closed). ``none``
-   is the model saying there is nothing to do now: a ``noop`` row with its rationale, nothing staged.
+   flattened into ``ActionIntentOut``; anything else is a ``failed`` row and no intent (fail
+   closed). ``none`` is the model saying there is nothing to do now: a ``noop`` row with its
+   rationale, nothing staged.
 4. Drift guard: an exact-ish repeat of a tried-and-failed action is recorded as a blocked intent
    (outcome ``blocked``) and never executed, unless the kernel sanctioned a recovery retry
    (``options["sanctioned_retry"]``).
