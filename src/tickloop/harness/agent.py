@@ -48,7 +48,7 @@ from tickloop.harness.tools.base import (
     skipped_result,
     unknown_result,
 )
-from tickloop.harness.tools_notice import ToolsUnseenWatch
+from tickloop.harness.tools_notice import ToolsUnseenWatch, watch_for
 from tickloop.models.base import (
     ChatMessage,
     ChatModel,
@@ -160,7 +160,9 @@ class Agent:
         """Keep the model's connection for the session, start the plugins, then the turn worker."""
         self.model.keep_connections()
         await self.toolbox.start(lambda text: self.emit(Notice(text, error=True)))
-        self._tools_watch = ToolsUnseenWatch(len(self.toolbox.specs()), lambda text: self.emit(Notice(text)))
+        self._tools_watch = watch_for(
+            self.model, len(self.toolbox.specs()), lambda text: self.emit(Notice(text))
+        )
         with contextlib.suppress(Exception):  # a server that cannot say its template says nothing
             await self._tools_watch.check_template(self.model)
         for plugin in self.plugins:

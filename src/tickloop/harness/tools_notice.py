@@ -8,7 +8,8 @@ nothing would tell the person. Two signs, each checked once per session:
   ``tools``: the notice comes as the session starts;
 - otherwise, the model's first ``QUIET_TURNS`` answered turns with tools offered made no call.
 
-Either way the person is told once; nothing else changes (the tools stay offered).
+Either way the person is told once; nothing else changes (the tools stay offered). The built-in
+offline model is never watched: it has no template, and its tool behaviour is scripted.
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ from typing import Any
 
 #: answered turns with tools offered and no call before the notice
 QUIET_TURNS = 3
+
+
+def watch_for(model: object, tool_count: int, say: Callable[[str], None]) -> ToolsUnseenWatch:
+    """The watch for ``model`` offered ``tool_count`` tools (none for the offline model)."""
+    from tickloop.models.offline import OfflineModel  # noqa: PLC0415  (already imported by a chat)
+
+    return ToolsUnseenWatch(0 if isinstance(model, OfflineModel) else tool_count, say)
 
 
 class ToolsUnseenWatch:

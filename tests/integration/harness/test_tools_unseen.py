@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tickloop.harness import TickOptions, open_chat_agent
 from tickloop.harness.events import AgentEvent, Notice
 from tickloop.harness.tools_notice import QUIET_TURNS
+from tickloop.models.offline import OfflineModel
 from tickloop.testing.openai_server import OpenAIServer, Reply
 
 from .test_tools import Probe, chat, drive
@@ -57,3 +59,19 @@ async def test_no_call_in_the_first_turns_gets_one_notice(tmp_path: Path) -> Non
     assert before == []
     assert len(seen) == 1
     assert f"no tool call in its first {QUIET_TURNS} turns with 3 tools offered" in seen[0]
+
+
+async def test_the_offline_model_is_never_watched(tmp_path: Path) -> None:
+    """The built-in offline model has no template and scripted tool behaviour: no notice however
+    many quiet turns it has."""
+    agent = open_chat_agent(
+        OfflineModel(),
+        sessions_dir=tmp_path / "sessions",
+        session_id="t",
+        tick=TickOptions.from_mapping({"delayMs": 0, "auditDir": str(tmp_path / "audit")}),
+        toolbox=Probe().toolbox(),
+    )
+    seen: list[AgentEvent] = []
+    agent.subscribe(seen.append)
+    await drive(agent, ["x"] * (QUIET_TURNS + 1))
+    assert not [e for e in seen if isinstance(e, Notice) and "tool call" in e.text]
