@@ -104,6 +104,7 @@ OPERATOR_COMMANDS = {
     "monitor": "tickloop.cli.operator_monitor:monitor",
     "attention": "tickloop.cli.operator_monitor:attention",
     "digest": "tickloop.cli.operator_monitor:digest",
+    "eval": "tickloop.cli.operator_eval:eval_command",
 }
 
 

@@ -51,7 +51,8 @@ def test_local_points_at_the_llama_cpp_server_without_a_key() -> None:
 
 def test_local_asks_for_structure_in_the_form_llama_cpp_python_compiles_to_a_grammar(tmp_path: Path) -> None:
     """`local` sends schemas as json_object_schema, also when [model.endpoints.local] moves it without
-    saying otherwise; any other endpoint defaults to the standard json_schema."""
+    saying otherwise; any other endpoint picks on its first call (``auto``: a llama.cpp server on
+    loopback gets json_object_schema, everything else json_schema)."""
     moved = settings_from(
         tmp_path,
         '[model.endpoints.local]\nbaseUrl = "http://127.0.0.1:9000/v1"\nmodel = "smollm2"\n'
@@ -60,7 +61,7 @@ def test_local_asks_for_structure_in_the_form_llama_cpp_python_compiles_to_a_gra
     for settings, name, expected in [
         (load_settings({}), "local", "json_object_schema"),
         (moved, "local", "json_object_schema"),
-        (moved, "other", "json_schema"),
+        (moved, "other", "auto"),
     ]:
         model = get_model(name, settings, {})
         assert isinstance(model, OpenAICompatModel)
