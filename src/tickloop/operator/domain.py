@@ -107,10 +107,13 @@ class StepStatus(StrEnum):
 
 
 class DecisionKind(StrEnum):
-    """A person's answer to an intent that requires approval."""
+    """A person's answer to an intent: approval, or the way back from a dead end."""
 
     APPROVE = "approve"  #: the intent may be executed
     DENY = "deny"  #: the intent is dropped
+    RETRY = "retry"  #: a failed or needs_human intent goes back to the executor (a sanctioned retry)
+    DONE_BY_HAND = "done_by_hand"  #: needs_human reconciled: the person did it; the intent is completed
+    DID_NOT_HAPPEN = "did_not_happen"  #: needs_human reconciled: nothing happened; the intent failed
 
 
 def check_text(name: str, value: str, *, limit: int = MAX_TEXT_BYTES) -> str:
@@ -217,7 +220,9 @@ class Intent(msgspec.Struct, frozen=True):
     claim_owner: str | None
     claimed_at: datetime | None
     claim_prior: IntentStatus | None
+    #: True until an armed executor ends it (a dry pass never does); False once something really ran
     dry_run: bool
+    #: the ending's record, or a dry pass's ``{"dry_run": true, "preview": ...}`` (status unchanged)
     result: dict[str, Any] | None
     handoff: bool
     origin: IntentOrigin

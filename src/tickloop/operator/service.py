@@ -10,8 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from tickloop.errors import ConflictError, ValidationError
-from tickloop.operator.domain import GoalModel, PlanStep, Profile, Task, TaskStatus
+from tickloop.errors import ConflictError, TransitionError, ValidationError
+from tickloop.operator.domain import (
+    Decision,
+    DecisionKind,
+    GoalModel,
+    Intent,
+    PlanStep,
+    Profile,
+    Task,
+    TaskStatus,
+)
 from tickloop.operator.store import Store, open_store
 
 if TYPE_CHECKING:  # staging pulls in the handlers; only the faces that stage import it
@@ -140,6 +149,22 @@ def change_task(store: Store, profile: str, task_id: int, action: str, *, now: d
         if current is not expected:
             raise ConflictError(f"task {task_id} is {current}: only a {expected} task can be {action}ed")
     return store.set_task_status(profile, task_id, status, now=now, expected=expected)
+
+
+def reconcile_intent(
+    store: Store, profile: str, intent_id: int, kind: DecisionKind, *, by: str, note: str, now: datetime
+) -> tuple[Decision, Intent]:
+    """The person's way back from a dead end, recorded as a decision: ``retry`` hands a failed or
+    needs_human intent back to the executor (a kernel-sanctioned recovery retry, which the drift
+    guard exempts); ``done_by_hand`` and ``did_not_happen`` reconcile a needs_human one.
+
+    A retry needs a note saying what changed (the setting fixed, the reason it is safe to repeat)."""
+    if kind is DecisionKind.RETRY and not note.strip():
+        raise ValidationError("a retry needs --note saying what changed since it failed")
+    try:
+        return store.reconcile(profile, intent_id, kind, by=by, note=note, now=now)
+    except TransitionError as exc:
+        raise ConflictError(f"intent {intent_id}: {exc.message}") from None
 
 
 def gate_settings(settings: Settings | None = None) -> GateSettings:
