@@ -20,7 +20,7 @@ import click
 from tickloop.cli.app import LazyGroup
 from tickloop.errors import ValidationError
 from tickloop.inert import inert
-from tickloop.operator.domain import DecisionKind
+from tickloop.operator.domain import DecisionKind, check_timezone
 from tickloop.operator.store import Store
 from tickloop.operator.store._rows import iso as utc_iso
 
@@ -105,6 +105,7 @@ OPERATOR_COMMANDS = {
     "attention": "tickloop.cli.operator_monitor:attention",
     "digest": "tickloop.cli.operator_monitor:digest",
     "intents": "tickloop.cli.operator_intents:intents",
+    "profile": "tickloop.cli.operator_profile:profile",
 }
 
 
@@ -162,6 +163,7 @@ def init(
         if from_file is not None
         else InitSpec(str(goal_title), body, {}, display_name, timezone)
     )
+    check_timezone(spec.timezone)  # before anything is created or written
     quiet_hours = onboarding.parse_quiet(quiet) if quiet else None
     picked = onboarding.parse_channel(channel) if channel else None
     with _store(create=True) as store:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import msgspec
 
@@ -129,6 +130,16 @@ def check_text(name: str, value: str, *, limit: int = MAX_TEXT_BYTES) -> str:
     return value
 
 
+def check_timezone(name: str, *, where: str = "--timezone") -> ZoneInfo:
+    """The IANA zone ``name`` names, or a ``ValidationError`` naming ``where`` (checked at entry)."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError, TypeError):
+        raise ValidationError(
+            f"{where}: {name!r} is not an IANA timezone (e.g. Europe/Berlin, America/New_York, UTC)"
+        ) from None
+
+
 class Profile(msgspec.Struct, frozen=True):
     """One person's operator; every other row belongs to exactly one profile."""
 
@@ -136,6 +147,11 @@ class Profile(msgspec.Struct, frozen=True):
     display_name: str
     timezone: str
     created_at: datetime
+
+    def zone(self) -> ZoneInfo:
+        """The profile's zone; a stored value that names none is one clear error saying how to fix it."""
+        where = f"profile {self.name!r}: stored timezone (fix: tickloop operator profile set --timezone ZONE)"
+        return check_timezone(self.timezone, where=where)
 
 
 class GoalModel(msgspec.Struct, frozen=True):

@@ -20,6 +20,7 @@ from tickloop.operator.domain import (
     Profile,
     Task,
     TaskStatus,
+    check_timezone,
 )
 from tickloop.operator.store import Store, open_store
 
@@ -96,11 +97,31 @@ def init_profile(store: Store, name: str, spec: InitSpec, *, now: datetime) -> t
         raise ValidationError("profile name must not be empty")
     if not spec.goal_title.strip():
         raise ValidationError("goal title must not be empty: pass --goal TITLE or a [goal] title")
+    check_timezone(spec.timezone)
     profile = store.create_profile(name, display_name=spec.display_name, timezone=spec.timezone, now=now)
     goal = store.add_goal_model(
         name, title=spec.goal_title, body=spec.goal_body, data=spec.goal_data, now=now
     )
     return profile, store.activate_goal_model(name, goal.version, now=now)
+
+
+def set_profile(
+    store: Store, name: str, *, now: datetime, timezone: str | None = None, display_name: str | None = None
+) -> tuple[Profile, list[str]]:
+    """Change a profile's timezone and/or display name, checked first; each change is recorded in
+    the notification log (``operator/profile_changed``), as every change the person makes is."""
+    before = store.get_profile(name)
+    if timezone is not None:
+        check_timezone(timezone)
+    after = store.update_profile(name, timezone=timezone, display_name=display_name)
+    changes = [
+        f"{field}: {getattr(before, field)!r} -> {getattr(after, field)!r}"
+        for field in ("timezone", "display_name")
+        if getattr(before, field) != getattr(after, field)
+    ]
+    for change in changes:
+        store.log_notification(name, channel="operator", kind="profile_changed", subject=change, now=now)
+    return after, changes
 
 
 def set_goal(

@@ -228,13 +228,20 @@ async def test_the_face_never_offers_execution_approval_activation_or_settings(s
         staged = data(
             await client.call_tool(
                 "stage_intent",
-                {"type": "email", "title": "Hi", "recipient": "a@example.org", "payload": SNEAKY},
+                {
+                    "type": "email",
+                    "title": "Hi",
+                    "recipient": "a@example.org",
+                    "payload": {**SNEAKY, "body": "hi"},
+                },
             )
         )
         assert (staged["intent"]["status"], staged["intent"]["tier"]) == ("requires_approval", "external")
         assert staged["intent"]["dry_run"] is True
-        blocked = data(await client.call_tool("stage_intent", {"type": "wire_transfer", "title": "pay"}))
-        assert blocked["intent"]["status"] == "blocked"
+        # A type no handler carries out is refused at staging, like the CLI's: nothing is stored.
+        refused = await client.call_tool("stage_intent", {"type": "wire_transfer", "title": "pay"})
+        assert refused.isError
+        assert "unknown action type 'wire_transfer'" in str(refused.content)
         texts = [
             (await client.read_resource(str(r.uri))).contents[0].text  # type: ignore[union-attr]
             for r in resources

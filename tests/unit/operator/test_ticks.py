@@ -299,7 +299,7 @@ def action(kind: str, title: str, **fields: object) -> dict[str, object]:
     return {"actionType": kind, "title": title, "recipient": "", "body": "", **fields}
 
 
-EMAIL = action("email", "Send the report", recipient="advisor@uni.example")
+EMAIL = action("email", "Send the report", recipient="advisor@uni.example", body="The report is attached.")
 GATE_TABLE = [
     # reply, config, tainted observation, outcome, intent status, reason fragment
     (action("note", "n"), {}, False, Outcome.STAGED, IntentStatus.READY, "gate.allowed"),
@@ -637,3 +637,24 @@ def test_a_gate_stopped_step_waits_for_the_person_then_the_plan_moves_on(
     assert last_row(store).outcome is Outcome.STAGED
     steps = {s.id: s.status for s in store.list_plan(P, 1)}
     assert steps == {email.id: step_status, note.id: StepStatus.DONE}
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        action("email", "Send it", recipient="advisor", body="hi"),
+        action("email", "Send it", recipient="advisor@uni.example", body=""),
+    ],
+    ids=["not-an-address", "no-body"],
+)
+def test_a_fast_intent_the_staging_checks_refuse_is_a_failed_row_and_nothing_is_staged(
+    clock: FakeClock, reply: dict[str, object]
+) -> None:
+    """The fast tick stages through the one checked path: an email to a bare name, or with no body,
+    fails the tick (nothing guessed) and never reaches the approval queue."""
+    store = make_store(clock)
+    tick(store, clock, "fast", scripted(reply))
+    row = last_row(store)
+    assert row.outcome is Outcome.FAILED
+    assert "nothing was" in (row.error or "")  # the schema's check, or the staging path's
+    assert store.list_intents(P) == []

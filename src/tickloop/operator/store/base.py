@@ -124,6 +124,12 @@ class Store(ABC):
         """The profile, or ``NotFoundError``."""
 
     @abstractmethod
+    def update_profile(
+        self, name: str, *, display_name: str | None = None, timezone: str | None = None
+    ) -> Profile:
+        """Change a profile's display name and/or timezone (None: unchanged); ``NotFoundError``."""
+
+    @abstractmethod
     def list_profiles(self) -> list[Profile]:
         """Every profile, by name."""
 

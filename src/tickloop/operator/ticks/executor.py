@@ -142,7 +142,7 @@ def reap(ctx: TickContext, settings: ExecutorSettings, tally: Tally) -> None:
 
 def window(ctx: TickContext, settings: ExecutorSettings) -> tuple[datetime, datetime | None]:
     """``(since, until)`` in UTC: the profile-local days considered; ``until`` None means open."""
-    zone = ZoneInfo(ctx.store.get_profile(ctx.profile).timezone)
+    zone = ctx.store.get_profile(ctx.profile).zone()
     day = ctx.options.get("day")
     if isinstance(day, date):
         return _midnight(day, zone), _midnight(day + timedelta(days=1), zone)

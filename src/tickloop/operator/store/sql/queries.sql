@@ -12,6 +12,12 @@ RETURNING *;
 -- name: get_profile
 SELECT * FROM profiles WHERE name = :name;
 
+-- name: update_profile
+-- NULL keeps a field as it is.
+UPDATE profiles SET display_name = COALESCE(:display_name, display_name), timezone = COALESCE(:timezone, timezone)
+WHERE name = :name
+RETURNING *;
+
 -- name: list_profiles
 SELECT * FROM profiles ORDER BY name;
 
