@@ -181,7 +181,7 @@ def reconcile_intent(
 
     A retry needs a note saying what changed (the setting fixed, the reason it is safe to repeat)."""
     if kind is DecisionKind.RETRY and not note.strip():
-        raise ValidationError("a retry needs --note saying what changed since it failed")
+        raise ValidationError("a retry needs a note (--note) saying what changed since it failed")
     try:
         return store.reconcile(profile, intent_id, kind, by=by, note=note, now=now)
     except TransitionError as exc:

@@ -138,7 +138,7 @@ def test_a_needs_human_email_is_retried_after_the_fix_and_delivered(tmp_path: Pa
     op("tick", "executor", armed=True)
     assert op.intent(intent_id)["status"] == "needs_human"  # the machine never retries it
     refused = op("intents", "retry", str(intent_id), "--note", "  ", code=2)
-    assert "needs --note" in refused.stderr
+    assert "a retry needs a note" in refused.stderr
     op.smtp(mail_sink.port)
     op("intents", "retry", str(intent_id), "--note", "the port was wrong")
     op("tick", "executor", armed=True)

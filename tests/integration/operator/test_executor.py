@@ -32,6 +32,7 @@ from tickloop.testing import FakeClock
 
 NOW = datetime(2026, 7, 7, 17, 15, tzinfo=UTC)
 P = "default"
+S = IntentStatus
 
 #: The seed's pass (002 §6.8), in our names: "the person" for Ian, no product prefix on the call. A dry
 #: pass is a preview (issue 25): each ending says what a real run WOULD do and where the intent was left.
@@ -464,3 +465,54 @@ def test_each_effect_starts_after_its_sending_and_every_earlier_ending_are_commi
     assert lines[-1] == "tick done: considered=5 executed=4 skipped=1 failed=0 handoff=0 dry=false"
     watcher.close()
     store.close()
+
+
+def _at_every_status(store: Store) -> dict[int, IntentStatus]:
+    """One intent at each status the machine can reach, claims old enough to be reaped or released."""
+    old = NOW - timedelta(hours=2)
+    made: dict[IntentStatus, int] = {}
+    made[S.PROPOSED] = store.stage_intent(P, NewIntent("note", "p"), now=NOW).id
+    allowed = store.stage_intent(P, NewIntent("note", "a"), now=NOW).id
+    made[S.ALLOWED] = store.record_verdict(P, allowed, Verdict.ALLOWED, ["t"], now=NOW).id
+    made[S.REQUIRES_APPROVAL] = stage(
+        store, "email", verdict=Verdict.REQUIRES_APPROVAL, recipient="a@b.org"
+    ).id
+    made[S.BLOCKED] = stage(store, "note", verdict=Verdict.BLOCKED).id
+    denied = stage(store, "email", verdict=Verdict.REQUIRES_APPROVAL, recipient="a@b.org").id
+    store.decide(P, denied, DecisionKind.DENY, by="person", now=NOW)
+    made[S.DENIED] = denied
+    for status in (S.CLAIMED, S.SENDING, S.SENT, S.COMPLETED, S.FAILED, S.NEEDS_HUMAN):
+        intent = stage(store, "note", verdict=Verdict.ALLOWED, title=str(status))
+        [claimed] = store.claim_intents(P, owner="gone", now=old, limit=1)
+        assert claimed.id == intent.id
+        if status is not S.CLAIMED:
+            store.mark_sending(P, intent.id, owner="gone", now=old)
+        if status not in (S.CLAIMED, S.SENDING):
+            store.finish_intent(P, intent.id, status, owner="gone", now=old)
+        made[status] = intent.id
+    made[S.READY] = stage(store, "note", verdict=Verdict.ALLOWED).id
+    made[S.APPROVED] = stage(store, "wire_transfer", verdict=Verdict.REQUIRES_APPROVAL, approve=True).id
+    assert set(made) == set(IntentStatus)
+    return {intent_id: status for status, intent_id in made.items()}
+
+
+def test_a_dry_pass_over_every_status_leaves_every_status_unchanged(
+    store: Store, at_now: FakeClock, tmp_path: Path
+) -> None:
+    """Dry, nothing moves: not a ready or approved intent, not an unknown type, not a stale claim
+    or a stuck `sending` (the reaper only says what it WOULD do); an armed pass then acts."""
+    before = _at_every_status(store)
+    lines = tick(store, at_now, tmp_path)
+    assert {i.id: i.status for i in store.list_intents(P)} == before
+    assert not (tmp_path / "notes").exists()
+    assert any(line.startswith("DRY-RUN WOULD reap stuck 'sending'") for line in lines)
+    assert any(line.startswith("DRY-RUN WOULD release stale claim") for line in lines)
+    armed = tick(store, at_now, tmp_path, env={"TICKLOOP_DRY_RUN": "0"})
+    after = {i.id: i.status for i in store.list_intents(P)}
+    moved = {before[i] for i in after if after[i] is not before[i]}
+    assert moved == {S.SENDING, S.CLAIMED, S.READY, S.APPROVED}, armed
+    unknown = next(i for i, s in before.items() if s is S.APPROVED)
+    assert after[unknown] is S.NEEDS_HUMAN  # no executor for its type: the person's, once, with a reason
+    assert "no executor for action_type='wire_transfer'" in store.get_intent(P, unknown).result["reason"]  # type: ignore[index]
+    again = tick(store, at_now, tmp_path, env={"TICKLOOP_DRY_RUN": "0"})
+    assert not any("wire_transfer" in line for line in again)  # once: never logged again
