@@ -30,6 +30,7 @@ from tickloop.operator.domain import (
     TaskStatus,
     Verdict,
 )
+from tickloop.operator.handlers.checks import check_draft
 from tickloop.operator.offline import answer
 from tickloop.operator.runner import TickContext, TickResult, run_tick
 from tickloop.operator.schemas import NOTHING_TO_DO, ActionIntentOut, check_intent
@@ -242,7 +243,11 @@ def test_fast_fuzzed_hostile_outputs_never_stage_an_intent(reply: str) -> None:
     clock = FakeClock()
     store = make_store(clock)
     try:
-        nothing = check_intent(decode_structured(reply, ActionIntentOut)).action_type == NOTHING_TO_DO
+        out = check_intent(decode_structured(reply, ActionIntentOut))
+        nothing = out.action_type == NOTHING_TO_DO
+        if not nothing:  # the one staging path's checks, which the fast tick's intent passes too
+            amount = {} if out.amount is None else {"amount": out.amount}
+            check_draft(out.action_type, out.recipient, {"body": out.body, **amount})
         valid = True
     except ValidationError:
         valid = nothing = False
