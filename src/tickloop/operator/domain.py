@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from tickloop.errors import ValidationError
+
+if TYPE_CHECKING:  # zoneinfo pulls in sysconfig: only what reads a zone imports it
+    from zoneinfo import ZoneInfo
 
 #: The largest intent payload / observation payload / note the store accepts, in UTF-8 bytes.
 MAX_TEXT_BYTES = 4 * 1024 * 1024
@@ -132,6 +134,8 @@ def check_text(name: str, value: str, *, limit: int = MAX_TEXT_BYTES) -> str:
 
 def check_timezone(name: str, *, where: str = "--timezone") -> ZoneInfo:
     """The IANA zone ``name`` names, or a ``ValidationError`` naming ``where`` (checked at entry)."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # noqa: PLC0415
+
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError, TypeError):
