@@ -140,6 +140,7 @@ def test_every_registered_type_has_a_staging_check_and_the_cli_lists_them() -> N
     from tickloop.cli.operator_intents import ACTION_TYPES  # noqa: PLC0415
 
     assert tuple(CHECKS) == tuple(HANDLERS) == ACTION_TYPES
+    assert all(callable(spec.handler) for spec in HANDLERS.values())  # each lazy target resolves
 
 
 @given(st.text(max_size=60))
