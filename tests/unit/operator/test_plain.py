@@ -52,7 +52,13 @@ def store() -> Iterator[Store]:
 
 def _records(store: Store) -> list[Any]:
     task = service.add_task(store, P, "write tests", now=NOW, notes="ünïcode")
-    draft = staging.Draft(action_type="email", title="Hi", payload={"n": [1, 2.5, None]}, origin="mcp:x")
+    draft = staging.Draft(
+        action_type="email",
+        title="Hi",
+        recipient="ada@example.org",
+        payload={"body": "hello", "n": [1, 2.5, None]},
+        origin="mcp:x",
+    )
     staged, _ = staging.stage(store, P, draft, GateSettings(), now=NOW)
     store.record_progress(P, NewProgress("fast", Outcome.DONE, NOW, NOW + timedelta(seconds=2), "sha256:a"))
     note = store.add_note(P, "the printer", now=NOW, source="mcp", tainted=True)

@@ -27,14 +27,26 @@ APPROVAL = Decision(
 )
 
 
+#: the decision kinds by which the person sanctions an execution: an approval, or handing a dead end
+#: back (the seed's "kernel-sanctioned recovery retry"); every other kind must be refused by the floor
+SANCTION = {DecisionKind.APPROVE: True, DecisionKind.RETRY: True, DecisionKind.DENY: False,
+            DecisionKind.DONE_BY_HAND: False, DecisionKind.DID_NOT_HAPPEN: False}  # fmt: skip
+
+
+def test_the_table_names_every_decision_kind() -> None:
+    """A new decision kind must be placed in the table, so the floor is tested for it."""
+    assert set(SANCTION) == set(DecisionKind)
+
+
 @pytest.mark.parametrize("kind", list(DecisionKind))
 @pytest.mark.parametrize("tier", [Tier.EXTERNAL, Tier.SPEND])
-def test_only_an_approve_decision_lets_an_external_or_spend_intent_pass_the_floor(
+def test_only_an_approve_or_retry_decision_lets_an_external_or_spend_intent_pass_the_floor(
     kind: DecisionKind, tier: Tier
 ) -> None:
-    """Of every decision kind, only ``approve`` passes; a linked deny (or any other kind) is refused."""
+    """Of every decision kind, only ``approve`` and ``retry`` pass; a linked deny or a reconciliation
+    (done by hand, did not happen) is refused."""
     decision = msgspec.structs.replace(APPROVAL, kind=kind)
-    assert tier_floor_passes(tier, INTENT, decision) is (kind is DecisionKind.APPROVE)
+    assert tier_floor_passes(tier, INTENT, decision) is SANCTION[kind]
 
 
 @pytest.mark.parametrize(
