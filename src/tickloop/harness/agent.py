@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from tickloop.clock import Clock
 from tickloop.errors import ModelError, TickloopError
 from tickloop.harness.commands import CommandPlane, CommandResult, is_command
+from tickloop.harness.durable import Durability
 from tickloop.harness.events import (
     AgentEvent,
     Listener,
@@ -87,8 +88,10 @@ class Agent:
         listeners: Iterable[Listener] = (),
         toolbox: Toolbox | None = None,
         max_rounds: int = DEFAULT_MAX_ROUNDS,
+        durability: Durability | None = None,
     ) -> None:
         self.model = model
+        self.durability = durability
         self.toolbox = toolbox or Toolbox()
         self.max_rounds = max_rounds
         self._running_call: ToolCall | None = None
@@ -189,6 +192,8 @@ class Agent:
             await self.toolbox.aclose()
             await self.model.aclose()
         finally:
+            if self.durability is not None:
+                await self.durability.aclose()
             self.session.close()
 
     # -- input ---------------------------------------------------------------------------------
@@ -264,6 +269,7 @@ class Agent:
         if chunks:
             self.session.add_reply("".join(chunks))
         terminal = self.session.end_turn(status, usage=usage, detail=detail)
+        await self._settle()  # the terminal is durable before any plugin schedules on it
         self._stream = None
         self.emit(TurnEnded(terminal))
         self._observe(self.session.turns[-1])
@@ -283,6 +289,7 @@ class Agent:
             text = "".join(chunks)
             chunks.clear()
             self.session.begin_tool_round(text, calls)
+            await self._settle()  # the calls are durable before any of them runs
             if rounds > self.max_rounds:
                 for call in calls:
                     self.session.add_tool_result(skipped_result(call, self.max_rounds))
@@ -321,6 +328,7 @@ class Agent:
     async def _stream_once(
         self, number: int, chunks: list[str], specs: tuple[ToolSpec, ...]
     ) -> tuple[Usage | None, tuple[ToolCall, ...]]:
+        await self._settle()  # what led to this request is durable before it is sent
         stream = self.model.stream(self._model_input(with_tools=bool(specs)), tools=specs)
         usage: Usage | None = None
         calls: tuple[ToolCall, ...] = ()
@@ -353,6 +361,12 @@ class Agent:
             if turn.reply is not None:
                 out.append(ChatMessage("assistant", turn.reply.text))
         return out
+
+    async def _settle(self) -> None:
+        """With a ``Durability``: wait (off the event loop) until every line written is durable.
+        Without one there is nothing to wait for: each append fsynced before it returned."""
+        if self.durability is not None:
+            await self.durability.settle()
 
     def _observe(self, turn: Turn) -> None:
         for plugin in self.plugins:
