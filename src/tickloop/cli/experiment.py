@@ -122,15 +122,22 @@ def export_command(
     "--html", "html_path", type=click.Path(path_type=Path, dir_okay=False), help="Write one HTML file."
 )
 @click.option("--plots", "plots_dir", type=_DIR, help="Where the PNG plots go (default: DIR/plots).")
-def report(dirs: tuple[Path, ...], html_path: Path | None, plots_dir: Path | None) -> None:
+@click.option(
+    "--by",
+    type=click.Choice(["cell", "model", "policy", "opening", "tools", "temperature"]),
+    default="cell",
+    show_default=True,
+    help="Group the table and the plots by one factor instead of by cell.",
+)
+def report(dirs: tuple[Path, ...], html_path: Path | None, plots_dir: Path | None, by: str) -> None:
     """Print the summary table per cell and write PNG plots (and, with --html, one shareable file)."""
     from rich.console import Console  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
     from tickloop.experiment.report import html_report, plots, summarise, table  # noqa: PLC0415
 
-    name, cells = summarise(list(dirs))
-    head, *body = table(cells)
+    name, cells = summarise(list(dirs), by=by)
+    head, *body = table(cells, by=by)
     shown = Table(*(inert(h) for h in head), title=inert(name))
     for row in body:
         shown.add_row(*(inert(v, keep_newlines=False) for v in row))

@@ -33,12 +33,15 @@ from tickloop.experiment.runner import LEDGERS, MANIFEST, SESSIONS, Manifest
 #: (name, type, meaning) of each column of the per-step table.
 STEP_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("experiment", "string", "the spec's name"),
-    ("cell", "string", "model/policy"),
+    ("cell", "string", "model/policy, then the level of each other factor that varies"),
     ("replicate", "int", "1-based replicate within the cell"),
     ("session", "string", "harness session id"),
     ("model", "string", "endpoint name (never its URL)"),
     ("policy_id", "string", "tick policy id"),
     ("policy_sha256", "string", "sha256 of the policy's time-step text"),
+    ("opening", "string?", "the opening variant's name (default: the spec's one opening)"),
+    ("tools", "string?", "the tools level: none, a toolset, or a name from the spec's [toolsets]"),
+    ("temperature", "float?", "the sampling temperature sent (null: the server's default)"),
     ("step", "int", "1-based time step"),
     ("status", "string", "the step's terminal: completed, error, interrupted, cancelled"),
     ("input_tokens", "int?", "reported input tokens (null when the provider reported none)"),
@@ -58,13 +61,16 @@ STEP_COLUMNS: tuple[tuple[str, str, str], ...] = (
 #: (name, type, meaning) of each column of the per-session table.
 SESSION_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("experiment", "string", "the spec's name"),
-    ("cell", "string", "model/policy"),
+    ("cell", "string", "model/policy, then the level of each other factor that varies"),
     ("replicate", "int", "1-based replicate within the cell"),
     ("session", "string", "harness session id"),
     ("attempt", "int", "1, or more when earlier attempts were abandoned"),
     ("model", "string", "endpoint name"),
     ("policy_id", "string", "tick policy id"),
     ("policy_sha256", "string", "sha256 of the policy's time-step text"),
+    ("opening", "string?", "the opening variant's name (default: the spec's one opening)"),
+    ("tools", "string?", "the tools level: none, a toolset, or a name from the spec's [toolsets]"),
+    ("temperature", "float?", "the sampling temperature sent (null: the server's default)"),
     ("status", "string", "complete, stopped, refused, no_run or crashed"),
     ("end_rule", "string?", "the rule that ended the run (loop_complete / loop_stopped / refusal)"),
     ("steps_completed", "int", "time steps whose terminal was completed"),
@@ -211,6 +217,8 @@ def rows(
             "model": start.get("model"),
             "policy_id": start.get("policy"),
             "policy_sha256": policy_sha,
+            # the factors (issue 28); a run made before factors existed has no opening/tools/temperature
+            **{factor: start.get(factor) for factor in ("opening", "tools", "temperature")},
         }
         steps = []
         for step in rec.get("steps", []):
