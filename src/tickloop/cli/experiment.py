@@ -98,7 +98,12 @@ class _Bar:
 @experiment.command("export")
 @click.argument("dirs", nargs=-1, required=True, type=_DIR)
 @click.option(
-    "--format", "fmt", type=click.Choice(["parquet", "jsonl", "csv"]), default="parquet", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["parquet", "jsonl", "csv", "inspect"]),
+    default="parquet",
+    show_default=True,
+    help="inspect: one Inspect AI eval log (.eval) per cell (extra `inspect`).",
 )
 @click.option("--out", type=_DIR, help="Where to write (default: DIR/export).")
 @click.option("--no-redact", is_flag=True, help="Export raw text and details. Never publish such an export.")
@@ -112,6 +117,12 @@ def export_command(
     from tickloop.experiment.export import export  # noqa: PLC0415
 
     target = out if out is not None else dirs[0] / "export"
+    if fmt == "inspect":
+        from tickloop.experiment.inspect_log import export_inspect  # noqa: PLC0415
+
+        logs = export_inspect(list(dirs), target, redact=not no_redact, keep_text=keep_text)
+        click.echo(f"{logs['sessions']} sessions, {logs['logs']} Inspect logs -> {target} (see REDACTION.md)")
+        return
     counts = export(list(dirs), target, fmt, redact=not no_redact, keep_text=keep_text)
     click.echo(f"{counts['sessions']} sessions, {counts['steps']} steps -> {target} (see REDACTION.md)")
 
