@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -26,7 +29,25 @@ def experiment() -> None:
 @click.option("--concurrency", type=click.IntRange(1, 4096), default=8, show_default=True)
 @click.option("--per-endpoint", type=click.IntRange(1, 4096), help="Concurrent requests per model endpoint.")
 @click.option("--shard", default="1/1", show_default=True, help="Run the K-th of N deterministic shares.")
-def run(spec_path: Path, out: Path | None, concurrency: int, per_endpoint: int | None, shard: str) -> None:
+@click.option(
+    "--processes",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="Shard processes on this machine into the same run directory, each with its own event loop "
+    "and --concurrency sessions.",
+)
+@click.option("--summary-json", is_flag=True, hidden=True, help="No bar; the summary as one JSON line.")
+def run(
+    spec_path: Path,
+    out: Path | None,
+    *,
+    concurrency: int,
+    per_endpoint: int | None,
+    shard: str,
+    processes: int,
+    summary_json: bool,
+) -> None:
     """Run every session of SPEC.toml (complete ones are skipped when run again)."""
     from tickloop.config import load_settings  # noqa: PLC0415
     from tickloop.experiment.runner import Runner  # noqa: PLC0415
@@ -35,7 +56,15 @@ def run(spec_path: Path, out: Path | None, concurrency: int, per_endpoint: int |
     settings = load_settings()
     spec = load_spec(spec_path, configured=dict(settings.tick.policies))
     target = out if out is not None else Path("experiments") / spec.name
-    bar = _Bar()
+    if processes > 1:
+        options = [
+            "--concurrency",
+            str(concurrency),
+            *(["--per-endpoint", str(per_endpoint)] if per_endpoint else []),
+        ]
+        _processes(spec, spec_path, target, processes=processes, shard=Shard.parse(shard), options=options)
+        return
+    bar = None if summary_json else _Bar()
     runner = Runner(
         spec,
         target,
@@ -46,11 +75,30 @@ def run(spec_path: Path, out: Path | None, concurrency: int, per_endpoint: int |
         shard=Shard.parse(shard),
         progress=bar,
     )
-    with bar:
+    with bar or contextlib.nullcontext():
         summary = asyncio.run(runner.run())
+    if summary_json:
+        click.echo(json.dumps(dataclasses.asdict(summary)))
+        return
+    _said(spec.name, summary, target)
+
+
+def _processes(
+    spec: Any, spec_path: Path, target: Path, *, processes: int, shard: Any, options: list[str]
+) -> None:
+    from tickloop.experiment.processes import run_processes  # noqa: PLC0415
+
+    click.echo(f"{spec.name}: {processes} processes -> {target}", err=True)
+    summary, code = run_processes(spec, spec_path, target, processes=processes, shard=shard, options=options)
+    _said(spec.name, summary, target)
+    if code:
+        raise SystemExit(code)
+
+
+def _said(name: str, summary: Any, target: Path) -> None:
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(summary.statuses.items())) or "none"
     click.echo(
-        f"{spec.name}: ran {summary.ran} sessions ({statuses}); skipped {summary.skipped} complete; "
+        f"{name}: ran {summary.ran} sessions ({statuses}); skipped {summary.skipped} complete; "
         f"{summary.abandoned} abandoned attempts re-run as new sessions -> {target}"
     )
 

@@ -342,7 +342,8 @@ class Runner:
         await self._append(
             {**base, "event": "started", "attempt": attempt, "cell": cell.name, "model": cell.model,
              "policy": cell.policy, "opening": cell.opening, "tools": cell.tools,
-             "temperature": self._sent_temperature(cell.model, cell.temperature), "replicate": plan.replicate}
+             "temperature": self._sent_temperature(cell.model, cell.temperature), "replicate": plan.replicate,
+             "pid": os.getpid()}
         )  # fmt: skip
         options = TickOptions(
             default_ticks=spec.steps,
