@@ -255,6 +255,9 @@ class Agent:
             while not self._queue:
                 self._wakeup.clear()
                 await self._wakeup.wait()
+            # What queued the input (a time step's tick_enqueued) is durable before the turn is written;
+            # the input stays queued meanwhile, so the agent is not idle.
+            await self._settle()
             await self._turn(self._queue.popleft())
 
     async def _turn(self, message: Message) -> None:

@@ -7,14 +7,18 @@ takes milliseconds). With an ``FsyncPool`` an agent's files write their lines at
 page cache) and leave the fsync to a pool of threads, and the ``Agent`` awaits ``settle()`` at
 every point where the protocol needs its records durable before something acts on them:
 
-- before every model request: the turn's input, the tool results, and the ledger records that
-  scheduled the step (``tick_terminal``, ``tick_scheduled``, ``tick_enqueued``);
+- before a queued input starts its turn: the ledger records that scheduled it (``tick_terminal``,
+  ``tick_scheduled``, ``tick_enqueued``) are durable before the turn's first line is written;
+- before every model request: the turn's input and the tool results;
 - after a round's tool calls are recorded, before any of them runs;
 - after a terminal is written, before any plugin observes it (the tick plugin schedules on it);
 - when the agent closes, before the files are released.
 
-So the protocol's order is unchanged; only the thread that waits for the disk is. Concurrent
-settles of one file share one fsync (a group commit). ``fsync`` is per file, not per descriptor,
+A record is durable before any line that depends on it is even written (the kernel may write a
+dirty page back at any time, so waiting only before the effect would not do). So the protocol's
+order is unchanged; only the thread that waits for the disk is, and a step costs three dependent
+fsyncs (terminal, ledger, next input) instead of about eight on the event loop. Concurrent settles
+of one file share one fsync (a group commit). ``fsync`` is per file, not per descriptor,
 so the pool fsyncs through a read-only descriptor of its own.
 """
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tickloop.audit.ledger import verify_file
-from tickloop.harness import TickOptions, TurnEnded, open_chat_agent
+from tickloop.harness import TickOptions, TurnEnded, TurnStarted, open_chat_agent
 from tickloop.harness.durable import FsyncPool
 from tickloop.models.base import ChatMessage, StreamEvent, ToolSpec
 from tickloop.models.offline import OfflineModel
@@ -80,6 +80,8 @@ async def _session(
     ended: list[int] = []
 
     def on_event(event: object) -> None:
+        if isinstance(event, TurnStarted):  # its first line was just written: what queued it is on disk
+            witness.assert_durable(ledger, f"start of turn {event.turn.number}")
         if isinstance(event, TurnEnded):  # emitted just before the tick plugin observes the terminal
             witness.assert_durable(transcript, f"terminal of turn {event.terminal.turn}")
             ended.append(event.terminal.turn)
@@ -106,8 +108,9 @@ async def test_every_record_is_durable_before_anything_acts_on_it_under_concurre
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """8 sessions on one event loop with slow, jittery fsyncs: each terminal is on disk before the
-    tick plugin schedules on it, each request goes out only after the records that led to it are on
-    disk, every fsync ran on a worker thread, and every file is wholly durable after close."""
+    tick plugin schedules on it, the ledger records that queued a time step are on disk before its
+    turn is written, each request goes out only after the records that led to it are on disk, every
+    fsync ran on a worker thread, and every file is wholly durable after close."""
     witness = DiskWitness(os.fsync)
     monkeypatch.setattr(os, "fsync", witness)
     pool = FsyncPool(workers=16)
