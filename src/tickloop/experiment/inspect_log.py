@@ -82,6 +82,10 @@ def export_inspect(
     names = {experiment_name(d) for d in directories}
     if len(names) != 1:
         raise ConfigError(f"run directories hold different experiments: {', '.join(sorted(names))}")
+    try:
+        import inspect_ai.log  # noqa: F401, PLC0415  (fail before any file is written)
+    except ImportError:
+        raise ConfigError("--format inspect needs Inspect AI: pip install 'tickloop[inspect]'") from None
     redactor = Redactor(keep_text=keep_text) if redact else _NoRedaction()
     counts = write_logs(directories, out, names.pop(), redactor)
     (out / "REDACTION.md").write_text(_report(redactor, redact=redact), encoding="utf-8")

@@ -265,3 +265,23 @@ def test_inspect_view_shows_a_sample_transcript(run: Path, tmp_path: Path) -> No
     assert "[redacted:" in text
     assert text.count("USER") >= 4  # two opening lines and two time steps
     assert (tmp_path / "sample.png").stat().st_size > 10_000
+
+
+def test_without_inspect_installed_the_export_says_which_extra_and_writes_nothing(
+    run: Path, tmp_path: Path
+) -> None:
+    """With inspect_ai not importable, `export --format inspect` exits 2 naming the extra, and
+    writes no file."""
+    code = (
+        "import sys; sys.modules['inspect_ai'] = None\n"
+        "from tickloop.cli import main\n"
+        "run, out = sys.argv[1:]\n"
+        "sys.argv = ['tickloop', 'experiment', 'export', run, '--format', 'inspect', '--out', out]\n"
+        "sys.exit(main())\n"
+    )
+    out = tmp_path / "logs"
+    done = subprocess.run([sys.executable, "-c", code, str(run), str(out)], capture_output=True, text=True,
+                          timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'tickloop[inspect]'" in done.stderr
+    assert not out.exists() or not any(out.iterdir())
