@@ -2,8 +2,8 @@
 
 ``python -m bench._experiment_child runner CONFIG OUT SESSIONS STEPS CONCURRENCY``: the experiment
 runner against the endpoint ``scripted`` of CONFIG. ``... sdk BASE_URL REQUESTS CONCURRENCY``: the bare
-``openai`` SDK streaming from the same server. Each prints ``{"seconds": ..., "requests": ...}``, timed
-around the work only (imports and start-up excluded).
+``openai`` SDK streaming from the same server. Each prints ``{"seconds": ..., "cpu": ..., "requests": ...}``
+(wall and this process's CPU seconds), timed around the work only (imports and start-up excluded).
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ def runner(config: str, out: str, sessions: int, steps: int, concurrency: int) -
     settings = load_settings(env={}, path=Path(config))
     run = Runner(parse_spec(_spec(sessions, steps), where="bench"), Path(out), settings=settings, env={},
                  concurrency=concurrency)  # fmt: skip
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     summary = asyncio.run(run.run())
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     assert set(summary.statuses) == {"complete"}, summary.statuses
-    return {"seconds": seconds, "requests": summary.ran * (steps + 1)}  # + each session's opening turn
+    return {"seconds": seconds, "cpu": cpu, "requests": summary.ran * (steps + 1)}  # + each opening turn
 
 
 async def _sdk(base_url: str, requests: int, concurrency: int) -> float:
@@ -65,7 +65,9 @@ async def _sdk(base_url: str, requests: int, concurrency: int) -> float:
 def sdk(base_url: str, requests: int, concurrency: int) -> dict[str, float]:
     import openai  # noqa: F401, PLC0415  (the SDK's one-time import is start-up, not throughput)
 
-    return {"seconds": asyncio.run(_sdk(base_url, requests, concurrency)), "requests": requests}
+    cpu = time.process_time()
+    seconds = asyncio.run(_sdk(base_url, requests, concurrency))
+    return {"seconds": seconds, "cpu": time.process_time() - cpu, "requests": requests}
 
 
 if __name__ == "__main__":

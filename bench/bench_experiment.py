@@ -191,14 +191,17 @@ def _spread(values: list[float]) -> str:
     return f"{mid:.2f} (min {min(values):.2f} max {max(values):.2f})"
 
 
-def _child(env: dict[str, str], *args: object) -> float:
-    """Requests per second of one measured run in a child process with ``env``."""
+def _child(env: dict[str, str], *args: object, cpu: list[float] | None = None) -> float:
+    """Requests per second of one measured run in a child process with ``env`` (its CPU ms per
+    request appended to ``cpu``: a figure the machine's load does not change much)."""
     out = subprocess.run(
         [sys.executable, "-m", "bench._experiment_child", *map(str, args)],
         env=env, capture_output=True, text=True, check=True, timeout=1800,
         cwd=Path(__file__).resolve().parent.parent,
     )  # fmt: skip
     result = json.loads(out.stdout.strip().splitlines()[-1])
+    if cpu is not None:
+        cpu.append(1000 * float(result["cpu"]) / float(result["requests"]))
     return float(result["requests"]) / float(result["seconds"])
 
 
@@ -220,13 +223,14 @@ def slow_fsync(sessions: int, steps: int = 4) -> None:
                 ("fsync slowed to 5 ms", preload_env(shim)),
             ):
                 median = fsync_ms(scratch, env)
-                scale, vs_sdk = [], []
+                scale, vs_sdk, ours_cpu, sdk_cpu = [], [], [], []
                 for r in range(ROUNDS):
                     runs = {
-                        c: _child(env, "runner", config, scratch / f"{label[:4]}{r}-{c}", sessions, steps, c)
+                        c: _child(env, "runner", config, scratch / f"{label[:4]}{r}-{c}", sessions, steps, c,
+                                  cpu=ours_cpu if c == 8 else None)
                         for c in (1, 8)
-                    }
-                    bare = _child(env, "sdk", server.base_url, sessions * (steps + 1), 8)
+                    }  # fmt: skip
+                    bare = _child(env, "sdk", server.base_url, sessions * (steps + 1), 8, cpu=sdk_cpu)
                     scale.append(runs[8] / runs[1])
                     vs_sdk.append(runs[8] / bare)
                 where = f"{label}, median {median:.2f} ms, on {filesystem(scratch)}"
@@ -234,6 +238,8 @@ def slow_fsync(sessions: int, steps: int = 4) -> None:
                       f"ratio {_spread(scale)}  target >= 4")  # fmt: skip
                 print(f"[{where}] concurrency 8 vs the bare openai SDK at 8: ratio {_spread(vs_sdk)}"
                       "  target >= 0.8")  # fmt: skip
+                print(f"[{where}] CPU ms per request at concurrency 8: the runner {_spread(ours_cpu)}, "
+                      f"the bare SDK {_spread(sdk_cpu)}")  # fmt: skip
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
