@@ -12,6 +12,9 @@ The run directory::
     ledgers/session-<id>.jsonl      one ledger per session (tickloop.audit.v1)
     manifest.jsonl                  started / finished / abandoned records, one JSON object a line
 
+Every line of those files is fsynced on the worker threads of an ``FsyncPool``, in the protocol's
+order (``tickloop.harness.durable``): while one session waits for the disk, the others run.
+
 Resuming: a key with a ``finished`` record is skipped. A key ``started`` but never finished (the
 process died) gets an ``abandoned`` record and runs afresh as a NEW session (``-a2``); it is never
 resumed silently.
