@@ -145,6 +145,11 @@ class Spec:
     def tools(self, level: str) -> tuple[str, ...]:
         return dict(self.toolsets)[level]
 
+    @property
+    def every_toolset(self) -> frozenset[str]:
+        """The toolsets any session of the grid enables (what a preflight checks is configured)."""
+        return frozenset(t for _, enabled in self.toolsets for t in enabled)
+
     def cells(self) -> list[Cell]:
         """The product of every factor's levels, model first (the order of a model x policy spec)."""
         openings = [name for name, _ in self.openings]

@@ -64,6 +64,7 @@ def test_no_tools_is_one_level_named_none() -> None:
     spec = parse_spec(OLD.replace('tools = ["workspace"]\n', "").encode(), where="spec")
     assert {c.tools for c in spec.cells()} == {"none"}
     assert spec.tools("none") == ()
+    assert spec.every_toolset == frozenset()
 
 
 def test_a_factorial_spec_is_the_product_of_its_levels() -> None:
@@ -78,6 +79,7 @@ def test_a_factorial_spec_is_the_product_of_its_levels() -> None:
     levels = {(c.opening, c.tools, c.temperature) for c in spec.cells()}
     assert len(levels) == 8
     assert spec.tools("ws") == ("workspace",)
+    assert spec.every_toolset == {"workspace"}
     assert spec.opening("chatty") == ("Hello there.", "Then wait for time steps.")
     assert sessions[0].cell.factors() == {
         "model": "offline", "policy": "default", "opening": "terse", "tools": "none", "temperature": 0.0,
