@@ -126,23 +126,3 @@ async def test_every_record_is_durable_before_anything_acts_on_it_under_concurre
         witness.assert_durable(ledger, "after close")
         report, _ = verify_file(ledger)
         assert report.violations == []
-
-
-async def test_slow_fsyncs_do_not_serialise_sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With every fsync taking 20 ms, 8 concurrent sessions take far less than 8 times one session:
-    one session's wait for the disk no longer stops the others."""
-    witness = DiskWitness(os.fsync, delay=(0.02, 0.02))
-    monkeypatch.setattr(os, "fsync", witness)
-
-    async def timed(count: int, where: Path) -> float:
-        pool = FsyncPool(workers=16)
-        started = time.perf_counter()
-        try:
-            await asyncio.gather(*(_session(i, where, witness, pool) for i in range(count)))
-        finally:
-            pool.shutdown()
-        return time.perf_counter() - started
-
-    one = await timed(1, tmp_path / "one")
-    eight = await timed(8, tmp_path / "eight")
-    assert eight < 3 * one, (one, eight)
