@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-local local test lint typecheck unit bench clean
+.PHONY: demo demo-local local test lint typecheck unit bench mutants clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,5 +38,11 @@ unit: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
+# Mutation testing of the protocol, the gate, the ladder and the attention gate (pyproject's
+# [tool.mutmut]); slow, so not part of `make test`. `mutmut results` lists survivors afterwards.
+mutants: $(STAMP)
+	$(BIN)/mutmut run $(MUTANTS_ARGS)
+	$(BIN)/mutmut results
+
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build dist
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build dist mutants

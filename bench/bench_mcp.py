@@ -74,6 +74,7 @@ def _commands(folder: Path) -> tuple[list[str], list[str], dict[str, str]]:
         env=env,
         check=True,
         capture_output=True,
+        timeout=900,
     )
     minimal = folder / "minimal.py"
     minimal.write_text(MINIMAL, encoding="utf-8")

@@ -7,10 +7,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tickloop.operator.store import Store, open_store
 from tickloop.testing import FakeClock, LedgerCapture
 from tickloop.testing.postgres import create_schema, drop_schema, find_server
+
+# Performance lives in bench/, not in timed tests: hypothesis's per-example deadline (200 ms) is a timed
+# test that fails on a loaded machine, so it is off. pytest-timeout still fails a test that hangs.
+settings.register_profile("tickloop", deadline=None)
+settings.load_profile("tickloop")
 
 
 @pytest.fixture(autouse=True)

@@ -70,7 +70,8 @@ class EndpointSettings(msgspec.Struct, **_STRUCT):
     label: str = ""
     #: how structured output is requested: ``json_schema``, ``json_object_schema`` (llama-cpp-python),
     #: ``json_object`` (DeepSeek) or ``none``; unset: ``json_object_schema`` for the ``local`` model
-    #: (llama-cpp-python's server), ``json_schema`` for every other endpoint
+    #: (llama-cpp-python's server) and for a llama.cpp server on this machine (asked once for its
+    #: ``GET /props``), ``json_schema`` for every other endpoint
     response_format: Literal["json_schema", "json_object_schema", "json_object", "none"] | None = None
     #: sampling temperature sent with every request; unset: the server's default
     temperature: Annotated[float, msgspec.Meta(ge=0, le=2)] | None = None
@@ -123,6 +124,8 @@ class Settings(msgspec.Struct, **_STRUCT):
     tools: dict[str, Any] = msgspec.field(default_factory=dict)
     #: the dashboard (``tickloop web``): ``baseUrl`` for links in notices
     web: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: the MCP face (``tickloop mcp serve``): ``autoAllow`` (validated by ``tickloop.mcp.face``)
+    mcp: dict[str, Any] = msgspec.field(default_factory=dict)
     #: per-profile overrides of the operator sections: ``[profiles.NAME.attention]`` and the like
     profiles: dict[str, Any] = msgspec.field(default_factory=dict)
 

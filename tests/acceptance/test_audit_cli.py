@@ -11,7 +11,7 @@ GOLDEN = Path(__file__).parents[1] / "golden" / "ledgers"
 
 def tickloop(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tickloop", *args], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "tickloop", *args], capture_output=True, text=True, check=False, timeout=120
     )
 
 

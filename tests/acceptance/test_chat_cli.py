@@ -54,7 +54,12 @@ def chat(
 def verify(cwd: Path, session_id: str) -> subprocess.CompletedProcess[str]:
     path = cwd / ".tickloop-audit" / session_file_name(session_id)
     return subprocess.run(
-        [*TICKLOOP, "audit", "verify", str(path)], cwd=cwd, capture_output=True, text=True, check=False
+        [*TICKLOOP, "audit", "verify", str(path)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
     )
 
 
@@ -128,12 +133,17 @@ def test_the_scripted_demo_runs_three_ticks_and_leaves_a_verified_ledger(workdir
     assert checked.returncode == 0, checked.stdout
     assert "ok: 11 records, 1 runs, 3 time steps enqueued" in checked.stdout
     listing = subprocess.run(
-        [*TICKLOOP, "sessions", "list"], cwd=workdir, capture_output=True, text=True, check=True
+        [*TICKLOOP, "sessions", "list"], cwd=workdir, capture_output=True, text=True, check=True, timeout=120
     )
     assert "demo" in listing.stdout
     assert "4 turns" in listing.stdout
     shown = subprocess.run(
-        [*TICKLOOP, "sessions", "show", "demo"], cwd=workdir, capture_output=True, text=True, check=True
+        [*TICKLOOP, "sessions", "show", "demo"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     )
     assert "you> hello" in shown.stdout
     assert "⏱ tick (tickloop 3/3)" in shown.stdout

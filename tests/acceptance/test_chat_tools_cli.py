@@ -118,14 +118,19 @@ def test_kill_9_during_a_tool_call_then_recovery_and_resume_never_repeat_the_cal
 
     ledger = tmp_path / ".tickloop-audit" / session_file_name("k")
     verified = subprocess.run(
-        [*TICKLOOP, "audit", "verify", str(ledger)], capture_output=True, text=True, check=False
+        [*TICKLOOP, "audit", "verify", str(ledger)], capture_output=True, text=True, check=False, timeout=120
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr
     terminals = [r for r in read_ledger(ledger).records() if r["type"] == "tick_terminal"]
     assert (terminals[0]["toolCalls"], terminals[0]["toolErrors"]) == (1, 0)
 
     shown = subprocess.run(
-        [*TICKLOOP, "sessions", "show", "k"], cwd=tmp_path, capture_output=True, text=True, check=False
+        [*TICKLOOP, "sessions", "show", "k"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
     )
     assert "⚙ counter__bump" in shown.stdout
     assert "outcome unknown" in shown.stdout

@@ -26,7 +26,9 @@ class Cli:
 
     def run(self, *args: str | bytes, ok: bool = True) -> subprocess.CompletedProcess[str]:
         argv: list[str | bytes] = [sys.executable, "-m", "tickloop.cli", "operator", *args]
-        done = subprocess.run(argv, capture_output=True, text=True, env=self.env, cwd=self.cwd, check=False)
+        done = subprocess.run(
+            argv, capture_output=True, text=True, env=self.env, cwd=self.cwd, check=False, timeout=120
+        )
         if ok:
             assert done.returncode == 0, done.stderr
         return done

@@ -32,6 +32,7 @@ def tickloop(env: dict[str, str], *args: str, cwd: Path | None = None) -> subpro
         text=True,
         check=False,
         cwd=cwd,
+        timeout=120,
     )
 
 

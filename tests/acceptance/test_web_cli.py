@@ -21,7 +21,9 @@ def env_for(tmp_path: Path) -> dict[str, str]:
 
 
 def tickloop(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*TICKLOOP, *args], env=env, capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [*TICKLOOP, *args], env=env, capture_output=True, text=True, check=False, timeout=120
+    )
 
 
 def free_port() -> int:
@@ -78,5 +80,7 @@ def test_the_web_stack_is_imported_only_when_the_server_starts() -> None:
         "tickloop.web.server, tickloop.web.timeline\n"
         "print(sorted(m for m in ('starlette', 'jinja2', 'uvicorn') if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
     assert out.strip() == "[]"

@@ -12,10 +12,12 @@ import re
 
 import pytest
 
-from tickloop.cli.chat_render import Renderer
+from tickloop.cli.chat_render import Renderer, progress_line
 from tickloop.harness import Agent, memory_session
+from tickloop.harness.events import ToolCallProgress
 from tickloop.inert import inert
 from tickloop.models import OfflineModel
+from tickloop.models.base import ToolCall
 
 HOSTILE = (
     "title\x1b]0;pwned\x07 clear\x1b[2J\x1b[H bell\x07 back\x08\x08\x08XXX rtl\u202eevil\u202c "
@@ -141,3 +143,12 @@ async def test_a_notice_in_the_middle_of_a_reply_starts_its_own_line() -> None:
     assert notices
     assert all(lines[i - 1].startswith(("offline> ", " " * 9, "· ")) for i in notices)
     assert lines[notices[-1] + 1].startswith(" " * 9 + "word")
+
+
+def test_a_progress_line_shows_the_step_and_keeps_escapes_inert() -> None:
+    """A running call's progress is one tool line; a server's escape sequences in it stay text."""
+    event = ToolCallProgress(1, ToolCall("c", "srv__index", "{}"), 2, 4, "scan\x1b[2J\x07ning")
+    line = progress_line(event)
+    assert line == "⚙ srv__index … 2/4 scan\\u0007ning"
+    plain = ToolCallProgress(1, ToolCall("c", "srv__x", "{}"), 0.5, None, "")
+    assert progress_line(plain) == "⚙ srv__x … 0.5"

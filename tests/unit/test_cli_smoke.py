@@ -9,7 +9,11 @@ import sys
 def test_help_lists_commands_and_env_prefix() -> None:
     """`tickloop --help` shows the commands and the TICKLOOP_ variables a person can set."""
     out = subprocess.run(
-        [sys.executable, "-m", "tickloop.cli", "--help"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "tickloop.cli", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
     ).stdout
     assert "audit" in out
     assert "TICKLOOP_STORE" in out
@@ -24,5 +28,7 @@ def test_cli_start_does_not_import_heavy_libraries() -> None:
         "heavy = [m for m in names if m in sys.modules]; "
         "print('HEAVY', heavy)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
     assert "HEAVY []" in out

@@ -9,7 +9,9 @@ from pathlib import Path
 
 
 def run(code: str) -> str:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
 
 
 def test_a_fresh_process_validates_config_without_typing_extensions_or_inspect() -> None:
@@ -59,6 +61,7 @@ def test_the_tick_path_never_imports_the_mcp_sdk(tmp_path: Path) -> None:
         env=env,
         check=True,
         capture_output=True,
+        timeout=120,
     )
     for args in (["operator", "tick", "fast", "--profile", "me"], ["mcp", "--help"]):
         code = (
@@ -67,6 +70,6 @@ def test_the_tick_path_never_imports_the_mcp_sdk(tmp_path: Path) -> None:
             f"print('LOADED', [m for m in {MCP_FAMILY} if m in sys.modules])\n"
         )
         done = subprocess.run(
-            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, timeout=120
         )
         assert "LOADED []" in done.stdout, (args, done.stdout, done.stderr)

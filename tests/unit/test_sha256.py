@@ -25,5 +25,7 @@ def test_a_one_shot_tick_path_does_not_import_hashlib() -> None:
         "import tickloop.filenames; "
         "print('HASHLIB', 'hashlib' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
     assert "HASHLIB False" in out

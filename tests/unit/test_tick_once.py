@@ -121,12 +121,14 @@ def test_a_plain_tick_runs_without_importing_click(tmp_path: Path) -> None:
     """`tickloop operator tick observe` records its row and prints it without ever importing click."""
     env = cli_env(tmp_path)
     init = [sys.executable, "-m", "tickloop", "operator", "init", "--goal", "g"]
-    subprocess.run(init, env=env, check=True, capture_output=True)
+    subprocess.run(init, env=env, check=True, capture_output=True, timeout=120)
     code = (
         "import sys; from tickloop.cli import main; code = main(['operator', 'tick', 'observe']); "
         "print('CLICK', 'click' in sys.modules, 'CODE', code)"
     )
-    run = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    run = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, timeout=120
+    )
     assert run.stdout.splitlines()[0].startswith("observe: noop")
     assert "CLICK False CODE 0" in run.stdout
 
@@ -139,6 +141,7 @@ def test_a_mistake_in_a_tick_invocation_gets_clicks_usage_error(tmp_path: Path) 
         capture_output=True,
         text=True,
         check=False,
+        timeout=120,
     )
     assert run.returncode == 2
     assert "Invalid value for '{consolidate|executor|fast|observe|slow}'" in run.stderr
@@ -148,13 +151,16 @@ def test_a_mistake_in_a_tick_invocation_gets_clicks_usage_error(tmp_path: Path) 
 def test_an_unknown_profile_on_the_plain_path_is_a_one_line_error(tmp_path: Path) -> None:
     """A tick for a profile that does not exist says so on stderr and exits 2, with no traceback."""
     env = cli_env(tmp_path)
-    subprocess.run([sys.executable, "-m", "tickloop", "operator", "migrate"], env=env, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "tickloop", "operator", "migrate"], env=env, check=True, timeout=120
+    )
     run = subprocess.run(
         [sys.executable, "-m", "tickloop", "operator", "tick", "observe", "--profile", "ghost"],
         env=env,
         capture_output=True,
         text=True,
         check=False,
+        timeout=120,
     )
     assert run.returncode == 2
     assert run.stderr.startswith("tickloop: ")

@@ -15,7 +15,15 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from tickloop.harness.events import AgentEvent, Notice, TextStreamed, ToolCallEnded, TurnEnded, TurnStarted
+from tickloop.harness.events import (
+    AgentEvent,
+    Notice,
+    TextStreamed,
+    ToolCallEnded,
+    ToolCallProgress,
+    TurnEnded,
+    TurnStarted,
+)
 from tickloop.harness.tools.base import CallResult
 from tickloop.inert import inert
 from tickloop.protocol.envelope import is_time_step
@@ -35,6 +43,13 @@ def tool_line(result: CallResult) -> str:
     if not result.ok:
         tail += ": " + inert(result.text.splitlines()[0][:120] if result.text else "", keep_newlines=False)
     return f"{TOOL_MARK} {head} → {tail}"
+
+
+def progress_line(event: ToolCallProgress) -> str:
+    """``⚙ everything__slow … 3/5 step 3``: what a running call reported, escape sequences neutralised."""
+    done = f"{event.progress:g}" + ("" if event.total is None else f"/{event.total:g}")
+    note = inert(event.message[:120], keep_newlines=False)
+    return f"{TOOL_MARK} {inert(event.call.name, keep_newlines=False)} … {done} {note}".rstrip()
 
 
 def time_step_label(text: str, step: object, of: object) -> str:
@@ -71,6 +86,10 @@ class Renderer:
             self._label_pending, self._at_line_start, self._tool_shown = True, False, False
         elif isinstance(event, TextStreamed):
             self._reply(inert(event.text))
+        elif isinstance(event, ToolCallProgress):
+            self._end_line()
+            self._emit(progress_line(event) + "\n")
+            self._flush()
         elif isinstance(event, ToolCallEnded):
             # The tool line stands on its own line; text after it gets the label again.
             self._end_line()

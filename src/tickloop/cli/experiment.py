@@ -7,6 +7,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ import click
 from tickloop.inert import inert
 
 _DIR = click.Path(path_type=Path, file_okay=False)
+#: ``experiment run`` finished, but some sessions were refused or crashed (README "Exit codes").
+EXIT_SESSIONS_FAILED = 3
 
 
 @click.group()
@@ -48,7 +51,10 @@ def run(
     processes: int,
     summary_json: bool,
 ) -> None:
-    """Run every session of SPEC.toml (complete ones are skipped when run again)."""
+    """Run every session of SPEC.toml (complete ones are skipped when run again).
+
+    Exit 2 if what the sessions need (models, keys, endpoints, the workspace) is missing: nothing
+    runs. Exit 3 if the run finished but sessions were refused or crashed."""
     from tickloop.config import load_settings  # noqa: PLC0415
     from tickloop.experiment.runner import Runner  # noqa: PLC0415
     from tickloop.experiment.spec import Shard, load_spec  # noqa: PLC0415
@@ -90,54 +96,75 @@ def _processes(
 
     click.echo(f"{spec.name}: {processes} processes -> {target}", err=True)
     summary, code = run_processes(spec, spec_path, target, processes=processes, shard=shard, options=options)
-    _said(spec.name, summary, target)
-    if code:
-        raise SystemExit(code)
+    _said(spec.name, summary, target, code=code)
 
 
-def _said(name: str, summary: Any, target: Path) -> None:
+def _said(name: str, summary: Any, target: Path, *, code: int = 0) -> None:
+    """The run's summary line; exit ``code`` (a child process's), else 3 if sessions failed."""
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(summary.statuses.items())) or "none"
     click.echo(
         f"{name}: ran {summary.ran} sessions ({statuses}); skipped {summary.skipped} complete; "
         f"{summary.abandoned} abandoned attempts re-run as new sessions -> {target}"
     )
+    if code:
+        raise SystemExit(code)
+    if summary.failed:
+        click.echo(
+            f"{name}: {summary.failed} sessions were refused or crashed (exit {EXIT_SESSIONS_FAILED}); "
+            "`tickloop experiment export` shows each one's cause",
+            err=True,
+        )
+        sys.exit(EXIT_SESSIONS_FAILED)
 
 
 class _Bar:
-    """A rich progress bar of sessions and steps with a live error count (stderr)."""
+    """A rich progress bar of sessions and steps with a live error count (stderr). It draws from
+    ``planned`` on: a run stopped by its preflight shows no empty bar."""
 
     def __enter__(self) -> _Bar:
+        self._progress: Any = None
+        self._errors = 0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(None, None, None)
+
+    def planned(self, cells: Mapping[str, int], skipped: int, steps_each: int) -> None:
+        from rich.console import Console  # noqa: PLC0415
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn  # noqa: PLC0415
 
+        from tickloop.experiment.runner import FAILED  # noqa: PLC0415
+
+        self._failing = FAILED
         self._progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[note]}"),
+            console=Console(stderr=True),  # stdout keeps only the summary line, for scripts
         )
         self._progress.__enter__()
-        self._cells = self._progress.add_task("cells", total=None, note="")
-        self._sessions = self._progress.add_task("sessions", total=None, note="")
-        self._steps = self._progress.add_task("steps", total=None, note="errors 0")
-        self._errors = 0
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._progress.__exit__(None, None, None)
-
-    def planned(self, cells: Mapping[str, int], skipped: int, steps_each: int) -> None:
         self._left = dict(cells)
         sessions = sum(cells.values())
-        self._progress.update(self._cells, total=len(cells))
-        self._progress.update(self._sessions, total=sessions, note=f"({skipped} already complete)")
-        self._progress.update(self._steps, total=sessions * steps_each)
+        self._cells = self._progress.add_task("cells", total=len(cells), note="")
+        self._sessions = self._progress.add_task(
+            "sessions", total=sessions, note=f"({skipped} already complete)"
+        )
+        self._steps = self._progress.add_task("steps", total=sessions * steps_each, note="errors 0")
 
     def step_done(self, *, error: bool) -> None:
         self._errors += error
         self._progress.update(self._steps, advance=1, note=f"errors {self._errors}")
 
-    def session_done(self, cell: str, status: str) -> None:  # noqa: ARG002  (the manifest records it)
+    def session_done(self, cell: str, status: str) -> None:
+        # A refused or crashed session is an error however many of its steps ran (usually none: the
+        # steps bar then ends short of its total, showing the steps that never ran).
+        failed = status in self._failing
+        self._errors += failed
         self._progress.update(self._sessions, advance=1)
+        if failed:
+            self._progress.update(self._steps, note=f"errors {self._errors}")
         self._left[cell] -= 1
         if self._left[cell] == 0:
             self._progress.update(self._cells, advance=1)
@@ -172,7 +199,10 @@ def export_command(
         click.echo(f"{logs['sessions']} sessions, {logs['logs']} Inspect logs -> {target} (see REDACTION.md)")
         return
     counts = export(list(dirs), target, fmt, redact=not no_redact, keep_text=keep_text)
-    click.echo(f"{counts['sessions']} sessions, {counts['steps']} steps -> {target} (see REDACTION.md)")
+    click.echo(
+        f"{counts['sessions']} sessions, {counts['steps']} steps, {counts['runs']} models -> {target} "
+        "(see REDACTION.md)"
+    )
 
 
 @experiment.command()
@@ -216,11 +246,17 @@ def report(dirs: tuple[Path, ...], html_path: Path | None, plots_dir: Path | Non
 @click.option(
     "--claim", default="tickloop-experiments", show_default=True, help="PersistentVolumeClaim name."
 )
-def k8s(spec_path: Path, image: str, shards: int, claim: str) -> None:
-    """Print a ConfigMap and an Indexed Job that run SPEC.toml in SHARDS pods (kubectl apply -f -)."""
+@click.option("--secret", help="Secret holding each endpoint's apiKeyEnv variable (one key per variable).")
+def k8s(spec_path: Path, image: str, shards: int, claim: str, secret: str | None) -> None:
+    """Print a ConfigMap and an Indexed Job that run SPEC.toml in SHARDS pods (kubectl apply -f -).
+
+    The ConfigMap is not secret: it holds the spec, the opening and policies verbatim, and the
+    endpoints' URLs and model ids. Keys reach the pods only from --secret."""
     from tickloop.config import load_settings  # noqa: PLC0415
     from tickloop.experiment.k8s import indexed_job  # noqa: PLC0415
     from tickloop.experiment.spec import load_spec  # noqa: PLC0415
 
-    spec = load_spec(spec_path, configured=dict(load_settings().tick.policies))
-    click.echo(indexed_job(spec, image=image, shards=shards, claim=claim), nl=False)
+    settings = load_settings()
+    spec = load_spec(spec_path, configured=dict(settings.tick.policies))
+    manifest = indexed_job(spec, settings, image=image, shards=shards, claim=claim, secret=secret)
+    click.echo(manifest, nl=False)

@@ -82,12 +82,27 @@ def serve(
 
 
 @mcp.command()
-@click.option("--rotate", is_flag=True, help="Issue a new token; the old one stops working.")
-def token(*, rotate: bool) -> None:
-    """Issue the HTTP transport's bearer token and show it once (only its hash is kept)."""
+@click.option("--name", default="default", show_default=True, help="The agent this token is for.")
+@click.option("--rotate", is_flag=True, help="Issue a new token for --name; the old one stops working.")
+@click.option("--list", "show", is_flag=True, help="List the tokens by name (never the tokens).")
+@click.option("--revoke", metavar="NAME", help="Revoke the token NAME; a running server refuses it at once.")
+def token(*, name: str, rotate: bool, show: bool, revoke: str | None) -> None:
+    """Issue an agent's bearer token for the HTTP transport and show it once (only its hash is kept).
+
+    Give each agent its own (`--name claude-desktop`): the intents it stages record `mcp:NAME`."""
     from tickloop.mcp import token as tokens  # noqa: PLC0415
 
-    click.echo(tokens.issue(tokens.token_path(), rotate=rotate))
+    if sum((show, revoke is not None, rotate)) > 1:
+        raise click.UsageError("choose one of --list, --revoke and --rotate")
+    path = tokens.token_path()
+    if show:
+        for entry, issued in tokens.listing(path):
+            click.echo(f"{entry}\tissued {issued}")
+    elif revoke is not None:
+        tokens.revoke(path, revoke)
+        click.echo(f"revoked the MCP token {revoke!r}", err=True)
+    else:
+        click.echo(tokens.issue(path, name=name, rotate=rotate))
 
 
 def _err(line: str) -> None:

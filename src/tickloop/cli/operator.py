@@ -104,6 +104,7 @@ OPERATOR_COMMANDS = {
     "monitor": "tickloop.cli.operator_monitor:monitor",
     "attention": "tickloop.cli.operator_monitor:attention",
     "digest": "tickloop.cli.operator_monitor:digest",
+    "eval": "tickloop.cli.operator_eval:eval_command",
 }
 
 
@@ -396,8 +397,12 @@ def intents(ctx: click.Context, *, profile: str, status: str | None, limit: int,
     if as_json:
         _emit_json(found)
         return
-    rows = [(i.id, i.status, i.tier, i.action_type, i.title, i.recipient, i.decision_id) for i in found]
-    _table(f"intents of {profile}", ["id", "status", "tier", "type", "title", "recipient", "decision"], rows)
+    rows = [
+        (i.id, i.status, i.tier, i.action_type, i.title, i.recipient, i.origin.tick_kind, i.decision_id)
+        for i in found
+    ]
+    columns = ["id", "status", "tier", "type", "title", "recipient", "origin", "decision"]
+    _table(f"intents of {profile}", columns, rows)
 
 
 @intents.command("add")

@@ -1,26 +1,22 @@
 """The dataset of a run directory (or of several shard directories): pure functions of the files.
 
-Two tables, both described by ``STEP_COLUMNS`` and ``SESSION_COLUMNS`` (the README prints them):
-one row per time step and one row per session. Only the last ``finished`` attempt of each session
-key counts; an abandoned attempt is never a row.
+Two tables, described in ``schema`` (the README prints them): one row per turn of a time step (step
+0 is the opening turn) and one row per session. Only the last ``finished`` attempt of each session
+key counts; an abandoned attempt is never a row. A key found in several directories (the same
+directory given twice, overlapping shards) is one row; two attempts of one key that disagree are
+refused.
 
-Redaction is on by default, for exactly what the seed names as unpublishable in raw traces: paths,
+Redaction is on by default (``redaction``), for what raw traces must not publish: paths,
 timestamps, provider data and workspace details. Wall-clock times are never read into a row (only
 offsets from the session's start, measured on a monotonic clock); base URLs, request ids, system
-fingerprints and response headers are never read at all. Text (the model's reply, an error's
-detail) is replaced by its sha256 and length unless ``keep_text``; kept text is still scrubbed of
-absolute paths, URLs, this machine's host and user names, e-mail addresses and key-like tokens.
+fingerprints and response headers are never read at all.
 """
 
 from __future__ import annotations
 
-import getpass
-import hashlib
 import json
-import os
 import re
-import socket
-from collections import Counter
+import statistics
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,116 +24,9 @@ from typing import Any
 
 from tickloop.audit import read_ledger, session_file_name
 from tickloop.errors import ConfigError
+from tickloop.experiment.provenance import read_run_record
+from tickloop.experiment.redaction import Redactor
 from tickloop.experiment.runner import LEDGERS, MANIFEST, SESSIONS, Manifest
-
-#: (name, type, meaning) of each column of the per-step table.
-STEP_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("experiment", "string", "the spec's name"),
-    ("cell", "string", "model/policy, then the level of each other factor that varies"),
-    ("replicate", "int", "1-based replicate within the cell"),
-    ("session", "string", "harness session id"),
-    ("model", "string", "endpoint name (never its URL)"),
-    ("policy_id", "string", "tick policy id"),
-    ("policy_sha256", "string", "sha256 of the policy's time-step text"),
-    ("opening", "string?", "the opening variant's name (default: the spec's one opening)"),
-    ("tools", "string?", "the tools level: none, a toolset, or a name from the spec's [toolsets]"),
-    ("temperature", "float?", "the sampling temperature sent (null: the server's default)"),
-    ("step", "int", "1-based time step"),
-    ("status", "string", "the step's terminal: completed, error, interrupted, cancelled"),
-    ("input_tokens", "int?", "reported input tokens (null when the provider reported none)"),
-    ("output_tokens", "int?", "reported output tokens (null when the provider reported none)"),
-    ("usage_reported", "bool", "whether the provider reported usage for the step"),
-    ("start_offset_ms", "float", "when the step's turn began, in ms from the session's start"),
-    ("ttft_ms", "float?", "time to the first streamed text, ms"),
-    ("latency_ms", "float", "turn start to terminal, ms"),
-    ("response_chars", "int", "characters of the reply"),
-    ("response_words", "int", "whitespace-separated words of the reply"),
-    ("tool_calls", "int", "tool calls made within the step's turn"),
-    ("end_rule", "string?", "the rule that ended the session's run"),
-    ("text_sha256", "string", "sha256 of the reply text"),
-    ("text_length", "int", "characters of the reply text"),
-    ("text", "string?", "the reply, scrubbed (only with --keep-text)"),
-)
-#: (name, type, meaning) of each column of the per-session table.
-SESSION_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("experiment", "string", "the spec's name"),
-    ("cell", "string", "model/policy, then the level of each other factor that varies"),
-    ("replicate", "int", "1-based replicate within the cell"),
-    ("session", "string", "harness session id"),
-    ("attempt", "int", "1, or more when earlier attempts were abandoned"),
-    ("model", "string", "endpoint name"),
-    ("policy_id", "string", "tick policy id"),
-    ("policy_sha256", "string", "sha256 of the policy's time-step text"),
-    ("opening", "string?", "the opening variant's name (default: the spec's one opening)"),
-    ("tools", "string?", "the tools level: none, a toolset, or a name from the spec's [toolsets]"),
-    ("temperature", "float?", "the sampling temperature sent (null: the server's default)"),
-    ("status", "string", "complete, stopped, refused, no_run or crashed"),
-    ("end_rule", "string?", "the rule that ended the run (loop_complete / loop_stopped / refusal)"),
-    ("steps_completed", "int", "time steps whose terminal was completed"),
-    ("input_tokens", "int", "reported input tokens, summed"),
-    ("output_tokens", "int", "reported output tokens, summed"),
-    ("usage_reported", "bool", "every step reported usage"),
-    ("wall_ms", "float", "the session's duration, ms"),
-    ("error_sha256", "string?", "sha256 of a crashed session's error"),
-    ("error", "string?", "the error, scrubbed (only with --keep-text)"),
-)
-
-
-@dataclass(slots=True)
-class Redactor:
-    """Scrubs text and counts what it redacted, by class (for REDACTION.md)."""
-
-    keep_text: bool = False
-    counts: Counter[str] = field(default_factory=Counter)
-    _patterns: list[tuple[str, re.Pattern[str], str]] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        words = {w for w in (_hostname(), _fqdn(), _user(), Path.home().name) if w and len(w) >= 3}
-        self._patterns = [
-            ("url", re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>]+"), "<url>"),
-            ("email", re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b"), "<email>"),
-            ("secret", re.compile(r"\b(?:sk|pk|rk|ghp|gho|xox[abpr])[-_][A-Za-z0-9_-]{12,}"), "<secret>"),
-            ("secret", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"), "<secret>"),
-            ("secret", re.compile(r"\b[A-Fa-f0-9]{32,}\b|\b[A-Za-z0-9+/_-]{40,}={0,2}"), "<secret>"),
-            ("path", re.compile(r"(?:(?<=\s)|(?<=^)|(?<=[\"'(=:]))(?:~|[A-Za-z]:\\|/)[^\s\"'<>]*"), "<path>"),
-        ]
-        if words:
-            alternatives = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
-            self._patterns.append(("host_or_user", re.compile(rf"(?i)\b(?:{alternatives})\b"), "<redacted>"))
-
-    def scrub(self, text: str) -> str:
-        for kind, pattern, placeholder in self._patterns:
-            text, n = pattern.subn(placeholder, text)
-            self.counts[kind] += n
-        return text
-
-    def text_fields(self, text: str, prefix: str) -> dict[str, Any]:
-        """``<prefix>_sha256`` and length always; the scrubbed text only with ``keep_text``."""
-        out: dict[str, Any] = {f"{prefix}_sha256": "sha256:" + hashlib.sha256(text.encode()).hexdigest()}
-        if self.keep_text:
-            out[prefix] = self.scrub(text)
-        else:
-            self.counts[f"{prefix} (replaced by sha256 and length)"] += 1 if text else 0
-            out[prefix] = None
-        return out
-
-
-def _hostname() -> str:
-    return socket.gethostname()
-
-
-def _fqdn() -> str:
-    try:
-        return socket.getfqdn()
-    except OSError:
-        return ""
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return os.environ.get("USER", "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,25 +38,60 @@ class Finished:
     started: dict[str, Any]
 
 
+def _fingerprint(rec: dict[str, Any]) -> tuple[Any, ...]:
+    """What tells two finished attempts of one key apart (a copy of a directory agrees on all of it;
+    two runs never do: each attempt has its own session id or its own timings)."""
+    steps = rec.get("steps") or []
+    return (rec.get("sessionId"), rec.get("status"), rec.get("endRule"), rec.get("wallMs"), len(steps),
+            tuple(s.get("latencyMs") for s in steps))  # fmt: skip
+
+
+def _unique_dirs(directories: Iterable[Path]) -> list[Path]:
+    seen: dict[Path, Path] = {}
+    for d in directories:
+        seen.setdefault(d.resolve(), d)
+    return list(seen.values())
+
+
+def _spec_digest(directory: Path, digest: str | None) -> str:
+    if not (directory / MANIFEST).is_file():
+        raise ConfigError(f"{directory}: no {MANIFEST}: not an experiment run directory")
+    held = (directory / "spec.sha256").read_text(encoding="utf-8").strip()
+    if digest is not None and held != digest:
+        raise ConfigError(f"{directory}: a run of another spec ({held}, expected {digest}); cannot merge")
+    return held
+
+
+def _last_finished(directory: Path) -> dict[str, Finished]:
+    starts: dict[str, dict[str, Any]] = {}
+    last: dict[str, Finished] = {}
+    for rec in Manifest(directory / MANIFEST).read():
+        if rec.get("event") == "started":
+            starts[str(rec["sessionId"])] = rec
+        elif rec.get("event") == "finished":
+            last[str(rec["key"])] = Finished(directory, rec, starts.get(str(rec["sessionId"]), {}))
+    return last
+
+
 def finished_sessions(directories: Iterable[Path]) -> Iterator[Finished]:
-    """The last finished attempt of every key, across shard directories of ONE spec."""
+    """The last finished attempt of every key, once, across run directories of ONE spec."""
+    dirs = _unique_dirs(directories)
     digest: str | None = None
-    for directory in directories:
-        if not (directory / MANIFEST).is_file():
-            raise ConfigError(f"{directory}: no {MANIFEST}: not an experiment run directory")
-        held = (directory / "spec.sha256").read_text(encoding="utf-8").strip()
-        if digest is not None and held != digest:
-            raise ConfigError(f"{directory}: a run of another spec ({held}, expected {digest}); cannot merge")
-        digest = held
-        starts: dict[str, dict[str, Any]] = {}
-        last: dict[str, Finished] = {}
-        for rec in Manifest(directory / MANIFEST).read():
-            if rec.get("event") == "started":
-                starts[str(rec["sessionId"])] = rec
-            elif rec.get("event") == "finished":
-                sid = str(rec["sessionId"])
-                last[str(rec["key"])] = Finished(directory, rec, starts.get(sid, {}))
-        yield from last.values()
+    for directory in dirs:
+        digest = _spec_digest(directory, digest)
+    seen: dict[str, tuple[Path, tuple[Any, ...]]] = {}
+    for directory in dirs:
+        for key, done in _last_finished(directory).items():
+            mark = _fingerprint(done.record)
+            if key in seen:
+                if seen[key][1] != mark:
+                    raise ConfigError(
+                        f"session {key!r} finished differently in {seen[key][0]} and {directory}: "
+                        "two runs of one key disagree; export only one of them"
+                    )
+                continue
+            seen[key] = (directory, mark)
+            yield done
 
 
 def _replies(transcript: Path) -> dict[int, str]:
@@ -199,64 +123,169 @@ def _ledger_facts(ledger: Path) -> tuple[str | None, dict[int, int]]:
     return (None if sha is None else f"sha256:{sha}"), tools
 
 
+_CAUSES = (
+    (re.compile(r"\bHTTP (\d{3})\b"), "http_{0}"),
+    (re.compile(r"context exceeded"), "context_exceeded"),
+    (re.compile(r"no answer within|timed out"), "timeout"),
+    (re.compile(r"cannot connect"), "connect"),
+    (re.compile(r"connection was lost|closed the connection"), "connection_lost"),
+)
+
+
+def cause_code(status: str, detail: str | None, error: str | None) -> str | None:
+    """A refused or crashed session's cause as a short code: ``http_429``, ``connect``, ``timeout``,
+    ``crash.FileNotFoundError``, ... (null for a session that neither refused nor crashed)."""
+    if status == "crashed":
+        return "crash." + (error or "unknown").split(":", 1)[0]
+    if status != "refused":
+        return None
+    for pattern, code in _CAUSES:
+        found = pattern.search(detail or "")
+        if found:
+            return code.format(*found.groups())
+    return "model_error" if detail else "refused"
+
+
+@dataclass(slots=True)
+class _Totals:
+    """Running sums over a session's steps; None once a figure is unknown."""
+
+    inp: int | None = 0
+    out: int | None = 0
+    previous: str | None = None
+    latency: list[float] = field(default_factory=list)
+    ttft: list[float] = field(default_factory=list)
+
+    def add(self, step: dict[str, Any]) -> None:
+        self.inp = _plus(self.inp, step.get("inputTokens"))
+        self.out = _plus(self.out, step.get("outputTokens"))
+        if step.get("latencyMs") is not None:
+            self.latency.append(float(step["latencyMs"]))
+        if step.get("ttftMs") is not None:
+            self.ttft.append(float(step["ttftMs"]))
+
+
+def _short(value: object) -> str | None:
+    """A provider's word (a finish reason), bounded: it is the server's text."""
+    return value[:40] if isinstance(value, str) else None
+
+
+def _plus(total: int | None, value: int | None) -> int | None:
+    return None if total is None or value is None else total + value
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(statistics.fmean(values), 3) if values else None
+
+
+def _step_row(
+    common: dict[str, Any],
+    step: dict[str, Any],
+    text: str,
+    totals: _Totals,
+    *,
+    tools: int,
+    redactor: Redactor,
+) -> dict[str, Any]:
+    totals.add(step)
+    number = int(step["step"])
+    changed = None if totals.previous is None else text != totals.previous
+    totals.previous = text
+    return {
+        **common,
+        "step": number,
+        "status": step.get("status"),
+        "finish_reason": _short(step.get("finishReason")),
+        "input_tokens": step.get("inputTokens"),
+        "output_tokens": step.get("outputTokens"),
+        "usage_reported": bool(step.get("usageReported")),
+        "cumulative_input_tokens": totals.inp,
+        "cumulative_output_tokens": totals.out,
+        "start_offset_ms": step.get("startMs"),
+        "ttft_ms": step.get("ttftMs"),
+        "latency_ms": step.get("latencyMs"),
+        "response_words": len(text.split()),
+        "tool_calls": tools,
+        "changed_from_previous": changed,
+        "text_length": len(text),
+        **redactor.text_fields(text, "text"),
+    }
+
+
+def _failure(rec: dict[str, Any]) -> str | None:
+    """The text of a session's failure: a crash's error, or the opening turn's provider error."""
+    if rec.get("error") is not None:
+        return str(rec["error"])
+    details = [s.get("detail") for s in rec.get("steps", []) if s.get("detail")]
+    return str(details[0]) if details else None
+
+
 def rows(
     directories: Iterable[Path], experiment: str, redactor: Redactor
 ) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """For each session: its session row and its step rows, redacted."""
+    plans: dict[Path, dict[str, Any]] = {}
     for done in finished_sessions(directories):
-        rec, start = done.record, done.started
-        sid = str(rec["sessionId"])
-        name = session_file_name(sid)
-        replies = _replies(done.directory / SESSIONS / name)
-        policy_sha, tools = _ledger_facts(done.directory / LEDGERS / name)
-        common = {
-            "experiment": experiment,
-            "cell": start.get("cell"),
-            "replicate": start.get("replicate"),
-            "session": sid,
-            "model": start.get("model"),
-            "policy_id": start.get("policy"),
-            "policy_sha256": policy_sha,
-            # the factors (issue 28); a run made before factors existed has no opening/tools/temperature
-            **{factor: start.get(factor) for factor in ("opening", "tools", "temperature")},
-        }
-        steps = []
-        for step in rec.get("steps", []):
-            text = replies.get(int(step.get("turn", -1)), "")
-            steps.append(
-                {
-                    **common,
-                    "step": step["step"],
-                    "status": step.get("status"),
-                    "input_tokens": step.get("inputTokens"),
-                    "output_tokens": step.get("outputTokens"),
-                    "usage_reported": bool(step.get("usageReported")),
-                    "start_offset_ms": step.get("startMs"),
-                    "ttft_ms": step.get("ttftMs"),
-                    "latency_ms": step.get("latencyMs"),
-                    "response_chars": len(text),
-                    "response_words": len(text.split()),
-                    "tool_calls": tools.get(int(step["step"]), 0),
-                    "end_rule": rec.get("endRule"),
-                    "text_length": len(text),
-                    **redactor.text_fields(text, "text"),
-                }
-            )
-        error = rec.get("error")
-        session = {
-            **common,
-            "attempt": start.get("attempt", 1),
-            "status": rec.get("status"),
-            "end_rule": rec.get("endRule"),
-            "steps_completed": sum(1 for s in steps if s["status"] == "completed"),
-            "input_tokens": sum(s["input_tokens"] or 0 for s in steps),
-            "output_tokens": sum(s["output_tokens"] or 0 for s in steps),
-            "usage_reported": all(s["usage_reported"] for s in steps),
-            "wall_ms": rec.get("wallMs"),
-            **(
-                {"error_sha256": None, "error": None}
-                if error is None
-                else redactor.text_fields(str(error), "error")
-            ),
-        }
-        yield session, steps
+        if done.directory not in plans:
+            plans[done.directory] = read_run_record(done.directory)
+        yield _session(done, experiment, plans[done.directory], redactor)
+
+
+def _session(
+    done: Finished, experiment: str, run: dict[str, Any], redactor: Redactor
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    rec, start = done.record, done.started
+    sid = str(rec["sessionId"])
+    name = session_file_name(sid)
+    replies = _replies(done.directory / SESSIONS / name)
+    policy_sha, tools = _ledger_facts(done.directory / LEDGERS / name)
+    policy = start.get("policy")
+    common = {
+        "experiment": experiment,
+        "cell": start.get("cell"),
+        "replicate": start.get("replicate"),
+        "session": sid,
+        "model": start.get("model"),
+        "policy_id": policy,
+        "policy_sha256": policy_sha or run.get("policies", {}).get(policy),
+        # the factors of a factorial spec (issue 28); a run made before them has none
+        **{factor: start.get(factor) for factor in ("opening", "tools", "temperature")},
+    }
+    totals, steps = _Totals(), []
+    for step in rec.get("steps", []):
+        text = replies.get(int(step.get("turn", -1)), "")
+        calls = int(step.get("toolCalls", tools.get(int(step["step"]), 0)))
+        row = _step_row(common, step, text, totals, tools=calls, redactor=redactor)
+        steps.append({**row, "end_rule": rec.get("endRule")})
+    status, failure = str(rec.get("status")), _failure(rec)
+    session = {
+        **common,
+        "attempt": start.get("attempt", 1),
+        "status": status,
+        "end_rule": rec.get("endRule"),
+        "steps_planned": int(rec.get("stepsPlanned", run.get("steps", 0))),
+        "steps_completed": sum(1 for s in steps if s["step"] > 0 and s["status"] == "completed"),
+        "input_tokens": totals.inp if steps else None,
+        "output_tokens": totals.out if steps else None,
+        "usage_reported": all(s["usage_reported"] for s in steps) if steps else None,
+        "tool_calls": sum(s["tool_calls"] for s in steps),
+        "mean_latency_ms": _mean(totals.latency),
+        "mean_ttft_ms": _mean(totals.ttft),
+        "wall_ms": rec.get("wallMs"),
+        "cause": cause_code(status, failure, rec.get("error")),
+        **(
+            {"error_hash": None, "error": None}
+            if failure is None or status not in ("refused", "crashed")
+            else redactor.text_fields(failure, "error")
+        ),
+    }
+    return session, steps
+
+
+def returned_models(directories: Iterable[Path]) -> dict[str, set[str]]:
+    """The model ids providers returned, by endpoint name, over the finished sessions."""
+    found: dict[str, set[str]] = {}
+    for done in finished_sessions(directories):
+        ids = done.record.get("modelReturned") or []
+        found.setdefault(str(done.started.get("model")), set()).update(str(i) for i in ids)
+    return found

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tickloop.errors import ConfigError
-from tickloop.experiment.dataset import Redactor, rows
+from tickloop.experiment.dataset import rows
 from tickloop.experiment.export import experiment_name
+from tickloop.experiment.redaction import Redactor
 from tickloop.experiment.spec import FACTORS
 
 PLOTS = ("response_length.png", "tokens.png", "outcomes.png", "latency.png")
@@ -57,10 +58,11 @@ def summarise(directories: Sequence[Path], *, by: str = "cell") -> tuple[str, di
         cell.sessions += 1
         cell.complete += session["status"] == "complete"
         cell.steps_completed.append(int(session["steps_completed"]))
-        cell.tokens.append(int(session["input_tokens"]) + int(session["output_tokens"]))
+        if session["input_tokens"] is not None and session["output_tokens"] is not None:
+            cell.tokens.append(int(session["input_tokens"]) + int(session["output_tokens"]))
         cell.outcomes[str(session["end_rule"] or session["status"])] += 1
         for step in steps:
-            cell.chars_by_step[int(step["step"])].append(int(step["response_chars"]))
+            cell.chars_by_step[int(step["step"])].append(int(step["text_length"]))
             out = step["output_tokens"]
             if out is not None:
                 cell.tokens_by_step[int(step["step"])].append(int(out))

@@ -11,6 +11,8 @@ The run directory::
     sessions/session-<id>.jsonl     one transcript per session
     ledgers/session-<id>.jsonl      one ledger per session (tickloop.audit.v1)
     manifest.jsonl                  started / finished / abandoned records, one JSON object a line
+    run.json                        provenance: versions, digests, model ids, generation settings
+    run.key                         the secret that keys the export's digests (0600, never exported)
 
 Every line of those files is fsynced on the worker threads of an ``FsyncPool``, in the protocol's
 order (``tickloop.harness.durable``): while one session waits for the disk, the others run.
@@ -37,7 +39,7 @@ from tickloop.errors import ConfigError
 from tickloop.experiment.spec import ALL, SessionPlan, Shard, Spec
 from tickloop.harness.durable import FsyncPool
 from tickloop.harness.events import AgentEvent, TextStreamed, TurnEnded, TurnStarted
-from tickloop.models.base import ChatMessage, ChatModel, Completion, StreamEvent, ToolSpec
+from tickloop.models.base import ChatMessage, ChatModel, Completion, Finished, StreamEvent, ToolSpec
 from tickloop.models.offline import OfflineModel
 
 MANIFEST = "manifest.jsonl"
@@ -66,6 +68,10 @@ class _Quiet:
         pass
 
 
+#: Session statuses that mean the session did not run its steps: the run reports them as failures.
+FAILED = frozenset({"refused", "crashed"})
+
+
 @dataclass(frozen=True, slots=True)
 class RunSummary:
     """What one ``run`` did."""
@@ -74,6 +80,11 @@ class RunSummary:
     skipped: int
     abandoned: int
     statuses: dict[str, int]
+
+    @property
+    def failed(self) -> int:
+        """Sessions refused or crashed in this run."""
+        return sum(n for status, n in self.statuses.items() if status in FAILED)
 
 
 class Manifest:
@@ -158,12 +169,18 @@ class _LimitedModel:
     def __init__(self, model: ChatModel, gate: asyncio.Semaphore) -> None:
         self._model, self._gate = model, gate
         self.name, self.label = model.name, model.label
+        self.finish_reason: str | None = None  #: of the last answer streamed
+        self.returned: set[str] = set()  #: the model ids the provider returned
 
     async def stream(
         self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = ()
     ) -> AsyncIterator[StreamEvent]:
         async with self._gate:
             async for event in self._model.stream(messages, tools=tools):
+                if isinstance(event, Finished):  # what the provider said of the answer, for the dataset
+                    self.finish_reason = event.finish_reason
+                    if event.model:
+                        self.returned.add(event.model)
                 yield event
 
     async def complete(
@@ -185,9 +202,11 @@ class _LimitedModel:
 
 @dataclass(slots=True)
 class StepMeter:
-    """Listens to one session's agent and measures each time step's turn."""
+    """Listens to one session's agent and measures each time step's turn; the last turn of the
+    person's opening is step 0, the session's baseline."""
 
     progress: Progress
+    model: _LimitedModel | None = None  #: the session's model, which saw each answer's finish reason
     started: float = field(default_factory=time.monotonic)
     steps: list[dict[str, Any]] = field(default_factory=list)
     _current: dict[str, Any] | None = None
@@ -199,9 +218,14 @@ class StepMeter:
         if isinstance(event, TurnStarted):
             step = event.turn.input.meta.get("step")
             self._current = None
+            if step is None and event.turn.input.source.kind == "user":
+                step = 0
+                self.steps = [s for s in self.steps if s["step"] != 0]  # only the opening's last turn
             if isinstance(step, int):
                 self._current = {"step": step, "turn": event.turn.number, "startMs": _ms(now - self.started)}
                 self._t0, self._text = now, []
+                if self.model is not None:
+                    self.model.finish_reason = None
         elif isinstance(event, TextStreamed) and self._current is not None:
             if not self._text:
                 self._current["ttftMs"] = _ms(now - self._t0)
@@ -218,12 +242,17 @@ class StepMeter:
             inputTokens=None if usage is None else usage.input_tokens,
             outputTokens=None if usage is None else usage.output_tokens,
             usageReported=usage is not None,
+            finishReason=None if self.model is None else self.model.finish_reason,
+            toolCalls=terminal.tool_calls or 0,
             chars=len(text),
             words=len(text.split()),
         )
+        if terminal.detail:
+            current["detail"] = terminal.detail
         current.setdefault("ttftMs", None)
         self.steps.append(current)
-        self.progress.step_done(error=str(terminal.status) != "completed")
+        if current["step"] > 0:
+            self.progress.step_done(error=str(terminal.status) != "completed")
         self._current = None
 
 
@@ -261,11 +290,14 @@ class Runner:
         self._pool: FsyncPool | None = None
 
     async def run(self) -> RunSummary:
-        from tickloop.models.registry import get_model  # noqa: PLC0415
+        from tickloop.experiment.preflight import preflight  # noqa: PLC0415
+        from tickloop.experiment.provenance import write_run_record  # noqa: PLC0415
+        from tickloop.experiment.redaction import new_key  # noqa: PLC0415
 
-        for name in self.spec.models:  # an unknown endpoint fails before anything runs
-            get_model(name, self.settings, self.env)
+        await preflight(self.spec, self.settings, self.env)  # what every session needs fails once, first
         prepare_dir(self.spec, self.out)
+        write_run_record(self.spec, self.settings, self.out)
+        new_key(self.out)
         state = manifest_state(self.manifest)
         # A first pass only counts (for the progress bar and the summary); the second streams the
         # sessions to the workers, so the grid is never held in memory.
@@ -310,7 +342,7 @@ class Runner:
             self.statuses[status] = self.statuses.get(status, 0) + 1
             self.progress.session_done(plan.cell.name, status)
 
-    def _model(self, name: str, temperature: float | None) -> ChatModel:
+    def _model(self, name: str, temperature: float | None) -> _LimitedModel:
         """The session's view of its endpoint: one shared model (one connection pool) per endpoint
         and temperature, every view of the endpoint bounded by the endpoint's one semaphore."""
         from tickloop.models.registry import get_model  # noqa: PLC0415
@@ -359,11 +391,12 @@ class Runner:
         meter = StepMeter(self.progress)
         error: str | None = None
         try:
+            model = meter.model = self._model(cell.model, cell.temperature)
             # The spec's toolsets, with the config's [tools] settings (the workspace root, caps).
             enable = spec.tools(cell.tools)
             tools = tools_settings(self.settings.tools, enable=enable) if enable else None
             agent = open_chat_agent(
-                self._model(cell.model, cell.temperature),
+                model,
                 sessions_dir=self.out / SESSIONS,
                 session_id=session_id,
                 tick=options,
@@ -388,7 +421,9 @@ class Runner:
         )
         await self._append(
             {**base, "event": "finished", "status": status, "endRule": rule, "error": error,
-             "wallMs": _ms(time.monotonic() - meter.started), "steps": meter.steps}
+             "wallMs": _ms(time.monotonic() - meter.started), "steps": meter.steps,
+             "stepsPlanned": spec.steps,
+             "modelReturned": [] if meter.model is None else sorted(meter.model.returned)}
         )  # fmt: skip
         return status
 

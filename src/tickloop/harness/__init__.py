@@ -24,7 +24,6 @@ from tickloop.harness.commands import CommandPlane, CommandResult, is_command
 from tickloop.harness.events import AgentEvent, Listener, Notice, TextStreamed, TurnEnded, TurnStarted
 from tickloop.harness.jsonl import SessionError
 from tickloop.harness.plugin import Plugin, PluginHost
-from tickloop.harness.presence import ChatPresence, chat_active, presence_path
 from tickloop.harness.session import (
     DEFAULT_SESSIONS_DIR,
     Session,
@@ -38,6 +37,7 @@ from tickloop.harness.tick_ledger import NullLedger
 from tickloop.harness.tick_options import TickOptions
 from tickloop.harness.tick_plugin import TickPlugin
 from tickloop.harness.timers import LoopTimers, Timers
+from tickloop.presence import ChatPresence, chat_active, presence_path
 
 __all__ = [
     "DEFAULT_SESSIONS_DIR",

@@ -34,6 +34,7 @@ from tickloop.harness.events import (
     Notice,
     TextStreamed,
     ToolCallEnded,
+    ToolCallProgress,
     ToolCallStarted,
     TurnEnded,
     TurnStarted,
@@ -49,6 +50,7 @@ from tickloop.harness.tools.base import (
     skipped_result,
     unknown_result,
 )
+from tickloop.harness.tools_notice import ToolsUnseenWatch, watch_for
 from tickloop.models.base import (
     ChatMessage,
     ChatModel,
@@ -108,6 +110,7 @@ class Agent:
         self._worker: asyncio.Task[None] | None = None
         self._closed = False
         self._failure: BaseException | None = None
+        self._tools_watch = ToolsUnseenWatch(0, lambda _: None)  #: set up by start()
         self.commands.register("help", self._help, "list the commands")
         self.commands.register("interrupt", self._interrupt_command, "interrupt the active turn")
 
@@ -161,6 +164,11 @@ class Agent:
         """Keep the model's connection for the session, start the plugins, then the turn worker."""
         self.model.keep_connections()
         await self.toolbox.start(lambda text: self.emit(Notice(text, error=True)))
+        self._tools_watch = watch_for(
+            self.model, len(self.toolbox.specs()), lambda text: self.emit(Notice(text))
+        )
+        with contextlib.suppress(Exception):  # a server that cannot say its template says nothing
+            await self._tools_watch.check_template(self.model)
         for plugin in self.plugins:
             plugin.start(PluginHost(self, plugin))
         self._worker = asyncio.create_task(self._run(), name="tickloop-agent")
@@ -275,6 +283,10 @@ class Agent:
         await self._settle()  # the terminal is durable before any plugin schedules on it
         self._stream = None
         self.emit(TurnEnded(terminal))
+        ended = self.session.turns[-1]
+        self._tools_watch.turn_ended(
+            answered=status is TerminalStatus.COMPLETED, calls=ended.call_counts()[0]
+        )
         self._observe(self.session.turns[-1])
         self.notify_changed()
 
@@ -307,7 +319,11 @@ class Agent:
         self._running_call = call
         self._running_since = time.monotonic()
         self.emit(ToolCallStarted(number, call))
-        result = await self.toolbox.run(call)
+
+        def progress(done: float, total: float | None, message: str) -> None:
+            self.emit(ToolCallProgress(number, call, done, total, message))
+
+        result = await self.toolbox.run(call, progress=progress)
         self._running_call = None
         self.session.add_tool_result(result)
         self.emit(ToolCallEnded(number, result))

@@ -56,5 +56,18 @@ class ToolCallEnded:
     result: CallResult
 
 
-AgentEvent = TurnStarted | TextStreamed | TurnEnded | Notice | ToolCallStarted | ToolCallEnded
+@dataclass(frozen=True, slots=True)
+class ToolCallProgress:
+    """A running tool call reported progress (an MCP server's ``notifications/progress``)."""
+
+    turn: int
+    call: ToolCall
+    progress: float
+    total: float | None
+    message: str
+
+
+AgentEvent = (
+    TurnStarted | TextStreamed | TurnEnded | Notice | ToolCallStarted | ToolCallProgress | ToolCallEnded
+)
 Listener = Callable[[AgentEvent], None]

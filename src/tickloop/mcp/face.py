@@ -2,8 +2,9 @@
 
 ``tickloop.mcp.server`` registers each method of :class:`Face` as a resource or a tool. Tests and
 other faces can call them directly. Every write checks all its input first and then makes one store
-call (a staged intent goes through ``tickloop.operator.staging``, origin ``mcp``), so bad input
-writes nothing.
+call (a staged intent goes through ``tickloop.operator.staging``, origin ``mcp`` or ``mcp:NAME``
+for the agent whose HTTP token is named ``NAME``), so bad input writes nothing. A staged intent
+waits for the person whatever its tier, unless ``[mcp] autoAllow`` names its (reversible) type.
 
 Nothing here executes, approves, denies, activates a goal, or reads or changes configuration: the
 face's surface is the two tables :data:`RESOURCES` and :data:`TOOLS`, and a test enumerates them.
@@ -20,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from tickloop.errors import ValidationError
+from tickloop.errors import ConfigError, ValidationError
 from tickloop.operator import service
 from tickloop.operator.domain import IntentStatus, check_text
 from tickloop.operator.store.base import Store
@@ -58,7 +59,8 @@ TOOLS: dict[str, str] = {
     "set_task_status": "Block, unblock or finish (done) a board task.",
     "stage_intent": (
         "Stage an action for the operator. The gate stamps it at once; an intent from this face is "
-        "judged as untrusted, so anything that leaves the machine or spends waits for the person."
+        "judged as untrusted and waits for the person's approval (the person may let reversible "
+        "types through with [mcp] autoAllow)."
     ),
     "explain_intent": "Why an intent is where it is: verdict, deciding rule, decisions, ladder position.",
     "search_memory": "Full-text search of the operator's memory notes (every word must match).",
@@ -66,6 +68,29 @@ TOOLS: dict[str, str] = {
     "progress": "The newest progress rows, one per tick.",
     "draft_goal": "Write a new goal model version as a draft. Only the person can activate it.",
 }
+
+
+class McpSettings(msgspec.Struct, frozen=True, forbid_unknown_fields=True, rename="camel", kw_only=True):
+    """``[mcp]``: what an agent's staged intent may do without the person."""
+
+    #: reversible action types an MCP intent may be allowed for without the person (default: none)
+    auto_allow: list[str] = msgspec.field(default_factory=list)
+
+
+def mcp_settings() -> McpSettings:
+    """``[mcp]`` from the configuration; ``ConfigError`` for an ``autoAllow`` type that is not reversible."""
+    from tickloop.config import load_settings, section  # noqa: PLC0415
+    from tickloop.operator.domain import Tier  # noqa: PLC0415
+    from tickloop.operator.staging import tier_of  # noqa: PLC0415
+
+    found = section(load_settings(), "mcp", McpSettings)
+    for kind in found.auto_allow:
+        if tier_of(kind) is not Tier.REVERSIBLE:
+            raise ConfigError(
+                f"invalid configuration in [mcp]: autoAllow names {kind!r}, which is not a reversible "
+                "action type (only note, wiki_write, draft_prep, research and the like may skip the person)"
+            )
+    return found
 
 
 class View(msgspec.Struct, frozen=True):
@@ -214,7 +239,10 @@ class Face:
         title: object,
         recipient: object = "",
         payload: object = None,
+        *,
+        agent: str | None = None,
     ) -> dict[str, Any]:
+        """``agent``: the HTTP token's name, recorded in the intent's origin as ``mcp:NAME``."""
         from tickloop.operator import staging  # noqa: PLC0415
 
         kind = _text("type", type, MAX_TYPE)
@@ -227,9 +255,10 @@ class Face:
             title=_text("title", title, MAX_TITLE),
             recipient=_text("recipient", recipient, MAX_RECIPIENT, empty=True),
             payload=_payload({} if payload is None else payload),
-            origin=staging.ORIGIN_MCP,
+            origin=staging.mcp_origin(agent),
         )
-        made, stamp = service.stage_draft(self.store, self.profile, draft, now=self.now())
+        allowed = frozenset(mcp_settings().auto_allow)
+        made, stamp = service.stage_draft(self.store, self.profile, draft, now=self.now(), auto_allow=allowed)
         return {
             "intent": service.plain(made),
             "verdict": stamp.verdict.value,
@@ -255,7 +284,8 @@ class Face:
         return {"note": service.plain(made)}
 
     def progress(self, limit: object = 20) -> dict[str, Any]:
-        return self._progress(_int("limit", limit, 1, MAX_ROWS)).data
+        rows = self.store.recent_progress(self.profile, limit=_int("limit", limit, 1, MAX_ROWS))
+        return {"rows": service.plain(rows)}  # the tool sends no text rendering: none is built
 
     def draft_goal(self, title: object, body: object = "") -> dict[str, Any]:
         made = service.set_goal(
@@ -270,8 +300,9 @@ class Face:
 
     def _progress(self, limit: int) -> View:
         rows = self.store.recent_progress(self.profile, limit=limit)
-        lines = [f"{service.plain(r.ended_at)} {r.tick_kind} {r.outcome}" for r in rows] or ["no ticks yet"]
-        return View({"rows": service.plain(rows)}, "\n".join(lines))
+        data = {"rows": service.plain(rows)}
+        lines = [f"{r['ended_at']} {r['tick_kind']} {r['outcome']}" for r in data["rows"]] or ["no ticks yet"]
+        return View(data, "\n".join(lines))
 
 
 # -- input checks: every one names the argument and says what was wrong ---------------------------------

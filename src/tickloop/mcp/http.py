@@ -5,6 +5,13 @@ The guard is a plain ASGI wrapper around the SDK's app, checked in this order, e
 an empty body: too many requests from this client -> 429; a foreign ``Origin`` -> 403 (DNS-rebinding
 defence, as the MCP specification asks of local servers); a missing or wrong token -> 401. Bodies
 over the cap get the SDK's 413. A request without ``Origin`` (a non-browser client) passes that check.
+
+"This client" is the agent whose token the request presents, or, for a request without a valid
+token, its address: wrong-token requests from 127.0.0.1 drain the address's bucket, never the
+bucket of an agent that connects from the same address. The token is looked up in the token file
+as it is now (:class:`tickloop.mcp.token.Keyring`), so a rotated or revoked token gets 401 at once.
+The agent's name reaches the tools as the ``x-tickloop-agent`` header, set here (a client's own is
+dropped), and becomes the origin ``mcp:NAME`` of the intents it stages.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PATH = "/mcp"
+AGENT_HEADER = b"x-tickloop-agent"
 DEFAULT_PORT = 8765
 DEFAULT_MAX_BODY = 2 * 1024 * 1024
 DEFAULT_RATE_PER_MINUTE = 600
@@ -91,7 +99,9 @@ def allowed_origins(options: Options, port: int) -> frozenset[str]:
 
 @dataclass
 class RateLimit:
-    """A token bucket per client address: ``per_minute`` requests, bursts up to a tenth of a minute."""
+    """A token bucket per client: it refills at ``per_minute`` requests a minute and holds at most
+    ``burst`` (a tenth of a minute's worth, at least 1), so a client may send ``burst`` requests at
+    once and then one every ``60 / per_minute`` seconds."""
 
     per_minute: int
     clock: Callable[[], float] = time.monotonic
@@ -117,9 +127,11 @@ class RateLimit:
 class Guard:
     """The ASGI wrapper that checks every HTTP request before the SDK sees it."""
 
-    def __init__(self, app: App, *, token_hash: str, origins: frozenset[str], rate: RateLimit) -> None:
+    def __init__(
+        self, app: App, *, keyring: tokens.Keyring, origins: frozenset[str], rate: RateLimit
+    ) -> None:
         self.app = app
-        self.token_hash = token_hash
+        self.keyring = keyring
         self.origins = origins
         self.rate = rate
 
@@ -128,24 +140,31 @@ class Guard:
             await self.app(scope, receive, send)
             return
         headers = {bytes(k).lower(): bytes(v) for k, v in scope.get("headers", [])}
+        agent = self._agent(headers.get(b"authorization", b""))
         client = scope.get("client")
-        if not self.rate.allow(str(client[0]) if client else "?"):
+        bucket = f"agent:{agent}" if agent else f"addr:{client[0] if client else '?'}"
+        if not self.rate.allow(bucket):
             await _reply(send, 429, [(b"retry-after", b"1")])
             return
         origin = headers.get(b"origin")
         if origin is not None and origin.decode("latin-1").rstrip("/") not in self.origins:
             await _reply(send, 403)
             return
-        if not self._authorised(headers.get(b"authorization", b"")):
+        if agent is None:
             await _reply(send, 401, [(b"www-authenticate", b"Bearer")])
             return
-        await self.app(scope, receive, send)
+        await self.app(_with_agent(scope, agent), receive, send)
 
-    def _authorised(self, header: bytes) -> bool:
+    def _agent(self, header: bytes) -> str | None:
         scheme, _, presented = header.decode("latin-1").partition(" ")
-        # compare even a malformed header, so the time taken says nothing about what was wrong
-        ok = tokens.check(presented.strip(), self.token_hash)
-        return ok and scheme.lower() == "bearer"
+        # look up even a malformed header, so the time taken says nothing about what was wrong
+        found = self.keyring.who(presented.strip())
+        return found if scheme.lower() == "bearer" else None
+
+
+def _with_agent(scope: Scope, agent: str) -> Scope:
+    kept = [(k, v) for k, v in scope.get("headers", []) if bytes(k).lower() != AGENT_HEADER]
+    return {**scope, "headers": [*kept, (AGENT_HEADER, agent.encode("ascii"))]}
 
 
 async def _reply(send: Send, status: int, headers: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -162,7 +181,9 @@ async def _reply(send: Send, status: int, headers: list[tuple[bytes, bytes]] | N
 def bind(options: Options) -> socket.socket:
     """A listening socket on ``options.host``/``port`` (port 0: any free port)."""
     family = socket.AF_INET6 if ":" in options.host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP, and without
+    # it Nagle's algorithm meets the client's delayed ACK and every answer waits ~40 ms
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((options.host, options.port))
     sock.listen(128)
@@ -170,7 +191,9 @@ def bind(options: Options) -> socket.socket:
     return sock
 
 
-async def serve(server: Any, options: Options, *, token_hash: str, announce: Callable[[str], None]) -> None:
+async def serve(
+    server: Any, options: Options, *, keyring: tokens.Keyring, announce: Callable[[str], None]
+) -> None:
     """Serve ``server`` (an ``MCPServer``) over streamable HTTP until interrupted."""
     import uvicorn  # noqa: PLC0415  (comes with the `mcp` extra; only this path needs it)
     from mcp.server.transport_security import TransportSecuritySettings  # noqa: PLC0415
@@ -190,7 +213,7 @@ async def serve(server: Any, options: Options, *, token_hash: str, announce: Cal
         transport_security=security,
         host=options.host,
     )
-    guarded = Guard(app, token_hash=token_hash, origins=origins, rate=RateLimit(options.rate_per_minute))
+    guarded = Guard(app, keyring=keyring, origins=origins, rate=RateLimit(options.rate_per_minute))
     config = uvicorn.Config(
         guarded,
         log_level="warning",
@@ -201,4 +224,11 @@ async def serve(server: Any, options: Options, *, token_hash: str, announce: Cal
     scheme = "https" if options.tls else "http"
     shown = f"[{options.host}]" if ":" in options.host else options.host
     announce(f"tickloop mcp: serving on {scheme}://{shown}:{port}{PATH}")
-    await uvicorn.Server(config).serve(sockets=[sock])
+    import anyio  # noqa: PLC0415  (comes with the SDK)
+
+    async with anyio.create_task_group() as tasks:
+        watcher = getattr(server, "watcher", None)
+        if watcher is not None:
+            tasks.start_soon(watcher.run)
+        await uvicorn.Server(config).serve(sockets=[sock])
+        tasks.cancel_scope.cancel()

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from tickloop.errors import ConfigError
 from tickloop.mcp import http
 from tickloop.mcp import token as tokens
-from tickloop.mcp.face import Face
+from tickloop.mcp.face import Face, mcp_settings
 
 Transport = Literal["stdio", "http"]
 
@@ -24,15 +24,13 @@ def load_server(face: Face) -> Any:
     return build(face)
 
 
-def http_token(announce: Callable[[str], None]) -> str:
-    """The stored token hash; on first use, issue a token and show it once through ``announce``."""
+def http_keyring(announce: Callable[[str], None]) -> tokens.Keyring:
+    """The token file as the server reads it; on first use, issue a token and show it once."""
     path = tokens.token_path()
-    found = tokens.stored(path)
-    if found is not None:
-        return found
-    made = tokens.issue(path)
-    announce(f"tickloop mcp: bearer token issued (shown once, kept as a hash in {path}):\n{made}")
-    return tokens.digest(made)
+    if not tokens.stored(path):
+        made = tokens.issue(path)
+        announce(f"tickloop mcp: bearer token issued (shown once, kept as a hash in {path}):\n{made}")
+    return tokens.Keyring(path)
 
 
 def serve(
@@ -44,6 +42,7 @@ def serve(
     if transport == "http":
         for warning in http.check_bind(options):
             announce(warning)
+    mcp_settings()  # a bad [mcp] autoAllow stops the start, not the first staging
     store = open_configured_store()
     try:
         store.get_profile(profile)
@@ -55,7 +54,7 @@ def serve(
 
             anyio.run(stdio.serve, server)
             return
-        token_hash = http_token(announce)
-        anyio.run(lambda: http.serve(server, options, token_hash=token_hash, announce=announce))
+        keyring = http_keyring(announce)
+        anyio.run(lambda: http.serve(server, options, keyring=keyring, announce=announce))
     finally:
         store.close()

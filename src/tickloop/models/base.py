@@ -83,10 +83,12 @@ class TextDelta:
 
 @dataclass(frozen=True, slots=True)
 class Finished:
-    """The end of a stream: usage when the provider reported it, and its finish reason."""
+    """The end of a stream: usage when the provider reported it, its finish reason, and the model
+    id it said answered (which may differ from the id requested)."""
 
     usage: Usage | None = None
     finish_reason: str | None = None
+    model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

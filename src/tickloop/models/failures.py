@@ -106,6 +106,32 @@ def context_text(exc: Exception, messages: Sequence[ChatMessage], max_tokens: in
     )
 
 
+def cut_off_text(prompt_tokens: int, answer_tokens: int, max_tokens: int | None, *, counted: bool) -> str:
+    """Why an answer ended at ``finish_reason=length``: the cap (raise ``maxTokens``), or the context
+    (the prompt plus the answer filled it: a larger cap cannot help). The context is the cause when
+    the answer stopped short of the cap: by the server's count, or, when the server counted nothing
+    (``counted=False``, the numbers estimated as UTF-8 bytes / 4), when it is under half the cap."""
+    short = max_tokens is not None and (
+        answer_tokens < max_tokens if counted else answer_tokens < max_tokens / 2
+    )
+    about = "" if counted else "about "
+    if not short:
+        cap = "" if max_tokens is None else f"={max_tokens}"
+        return (
+            f"model answer truncated at maxTokens{cap} (nothing was guessed from the cut-off text); "
+            "raise maxTokens for this endpoint if its answers need more"
+        )
+    total = prompt_tokens + answer_tokens
+    estimated = "" if counted else " (estimated: the server did not count tokens)"
+    return (
+        f"context full: the prompt ({about}{prompt_tokens} tokens) plus the answer ({about}{answer_tokens}"
+        f" tokens) reached the model's context (about {total} tokens) before maxTokens={max_tokens}"
+        f"{estimated}; the answer was cut off and nothing was guessed from it. Raising maxTokens "
+        "will not help: shorten what is sent, or serve the model with a larger context "
+        "(llama.cpp: --ctx-size)"
+    )
+
+
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 

@@ -48,6 +48,14 @@ if TYPE_CHECKING:
 #: HTTP 422), ``json_object`` (DeepSeek: JSON but no schema), ``none`` (servers that reject all three).
 #: The answer is validated by the caller either way (``tickloop.models.structured``).
 ResponseFormat = Literal["json_schema", "json_object_schema", "json_object", "none"]
+#: ``auto`` (an endpoint whose ``responseFormat`` is unset): ``json_object_schema`` for a llama.cpp
+#: server on this machine, ``json_schema`` for every other endpoint. A loopback endpoint is asked
+#: once, on its first structured call, for llama.cpp's ``GET /props`` (which only llama.cpp's
+#: llama-server answers). Why ``json_object_schema`` there: driven through the fast tick, SmolLM2-135M
+#: on llama-server wrote a valid intent in 20 of 20 ticks with it and in 13 of 20 with
+#: ``json_schema`` (whose long string bounds it filled until ``maxTokens`` cut the answer off);
+#: ``grammar_schema`` caps every string at 96 characters, so each closes in time.
+FormatChoice = ResponseFormat | Literal["auto"]
 
 #: sent as the bearer token when an endpoint needs no key (llama.cpp, Ollama). Passing ``None``
 #: instead would make the SDK read ``OPENAI_API_KEY`` and send a real OpenAI key to that server.
@@ -84,7 +92,7 @@ class OpenAICompatModel:
         timeout_s: float = 60.0,
         connect_timeout_s: float | None = None,
         label: str | None = None,
-        response_format: ResponseFormat = "json_schema",
+        response_format: FormatChoice = "json_schema",
         temperature: float | None = None,
         max_tokens: int | None = None,
         api_key_env: str | None = None,
@@ -96,7 +104,9 @@ class OpenAICompatModel:
         self.model = model
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s if connect_timeout_s is not None else min(timeout_s, 10.0)
-        self.response_format: ResponseFormat = response_format
+        self.response_format: FormatChoice = response_format
+        #: what llama.cpp's ``GET /props`` said (None: not asked yet, or not a llama.cpp server)
+        self.server_props: Mapping[str, Any] | None = None
         self.temperature = temperature
         self.max_tokens = max_tokens
         #: only for messages ("check $DEEPSEEK_API_KEY"); the key itself is never shown
@@ -127,6 +137,7 @@ class OpenAICompatModel:
         started = False
         usage: Usage | None = None
         finish: str | None = None
+        answered: str | None = None
         calls = _ToolCallParts()
         extra: dict[str, Any] = {"tools": [t.to_wire() for t in tools]} if tools else {}
         try:
@@ -149,6 +160,7 @@ class OpenAICompatModel:
                         finish = reason or finish
                     calls.feed(chunk)
                     usage = _chunk_usage(chunk) or usage
+                    answered = _chunk_model(chunk) or answered
         except (asyncio.CancelledError, ModelError):
             raise
         except Exception as exc:  # noqa: BLE001  (the contract: ANY provider failure is a ModelError)
@@ -157,7 +169,7 @@ class OpenAICompatModel:
             raise ModelError(self._where("the stream ended before the model finished (no finish_reason)"))
         if calls.parts:
             yield ToolCalls(calls.assembled())
-        yield Finished(usage=usage, finish_reason=finish)
+        yield Finished(usage=usage, finish_reason=finish, model=answered)
 
     async def complete(
         self,
@@ -177,6 +189,8 @@ class OpenAICompatModel:
         result means the cap cut the answer off."""
         client = self._get_client()
         limit = self.max_tokens if self.max_tokens is not None else max_tokens
+        if json_schema is not None and self.response_format == "auto":
+            self.response_format = await self._detect_format()
         body = self._body(
             messages,
             stream=True,
@@ -234,6 +248,33 @@ class OpenAICompatModel:
             raise
         except Exception as exc:  # noqa: BLE001  (reachability check: every failure is an answer)
             raise self._error(exc, mid_stream=False) from None
+
+    async def props(self, timeout_s: float = 2.0) -> Mapping[str, Any] | None:
+        """llama.cpp's ``GET /props`` (beside ``/v1``): its chat template, context size and build;
+        None from any server that does not answer it with a JSON object (llama-cpp-python, Ollama,
+        vLLM, OpenAI). Asked once per model; a failure here is an answer, never an error."""
+        if self.server_props is None:
+            root = self.base_url.removesuffix("/v1")
+            try:
+                found: object = await self._get_client().get(
+                    f"{root}/props", cast_to=object, options={"timeout": timeout_s}
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001  (not llama.cpp, or not reachable: both say "no props")
+                found = None
+            self.server_props = found if isinstance(found, Mapping) else {}
+        return self.server_props or None
+
+    async def _detect_format(self) -> ResponseFormat:
+        """``auto``: ``json_object_schema`` for a llama.cpp server on loopback, else ``json_schema``."""
+        if not _is_loopback(self.base_url):
+            return "json_schema"
+        props = await self.props()
+        is_llama_cpp = props is not None and (
+            "default_generation_settings" in props or "chat_template" in props
+        )
+        return "json_object_schema" if is_llama_cpp else "json_schema"
 
     def keep_connections(self) -> None:
         """Reuse connections between calls, on loopback too, until ``aclose()`` (a chat session's
@@ -406,6 +447,12 @@ def _chunk_usage(chunk: object) -> Usage | None:
     return Usage(input_tokens=prompt, output_tokens=completion)
 
 
+def _chunk_model(chunk: object) -> str | None:
+    """The model id a chunk says answered; bounded, since it is the server's text."""
+    model = _object(chunk, "a stream chunk").get("model")
+    return model[:200] if isinstance(model, str) and model else None
+
+
 def _chunk_choices(chunk: object) -> list[tuple[str | None, str | None]]:
     """(text, finish_reason) per choice of one stream chunk, its shape checked."""
     choices = _object(chunk, "a stream chunk").get("choices") or []
@@ -454,16 +501,3 @@ class _ToolCallParts:
             ToolCall(id=call_id or f"call_{index}", name=name, arguments="".join(pieces))
             for index, (call_id, name, pieces) in sorted(self.parts.items())
         )
-
-
-def _completion_parts(response: object) -> tuple[str, Usage | None]:
-    answer = _object(response, "the answer")
-    choices = answer.get("choices")
-    if not isinstance(choices, list) or not choices:
-        raise _ShapeError("the answer has no choices")
-    message = _object(_object(choices[0], "a choice").get("message"), "the answer's message")
-    text = message.get("content")
-    if not isinstance(text, str):
-        refusal = message.get("refusal")
-        raise _ShapeError(f"the answer has no text{f' (refusal: {refusal})' if refusal else ''}")
-    return text, _chunk_usage(answer)

@@ -26,7 +26,7 @@ from tickloop.errors import ConfigError, ModelError
 from tickloop.models.base import ChatModel
 
 if TYPE_CHECKING:
-    from tickloop.models.openai_compat import ResponseFormat
+    from tickloop.models.openai_compat import FormatChoice
 from tickloop.models.offline import OfflineModel
 
 LOCAL_BASE_URL = "http://127.0.0.1:8087/v1"
@@ -186,9 +186,10 @@ def _check_endpoint(name: str, endpoint: EndpointSettings) -> None:
         )
 
 
-def _default_response_format(name: str) -> ResponseFormat:
-    """``local`` is llama-cpp-python's server, which takes the schema only as ``json_object_schema``."""
-    return "json_object_schema" if name == "local" else "json_schema"
+def _default_response_format(name: str) -> FormatChoice:
+    """``local`` is llama-cpp-python's server, which takes the schema only as ``json_object_schema``;
+    any other endpoint picks on its first structured call (``auto``: see ``openai_compat``)."""
+    return "json_object_schema" if name == "local" else "auto"
 
 
 def _offline(settings: Settings) -> OfflineModel:

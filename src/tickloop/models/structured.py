@@ -35,9 +35,10 @@ def schema_for(type_: type[Any]) -> dict[str, Any]:
     return schema
 
 
-def decode_structured(text: str | bytes, type_: type[T]) -> T:
-    """Validate a model's answer as ``type_``; ``ValidationError`` (and nothing else) if it is not."""
-    name = getattr(type_, "__name__", str(type_))
+def decode_structured(text: str | bytes, type_: type[T], name: str = "") -> T:
+    """Validate a model's answer as ``type_``; ``ValidationError`` (and nothing else) if it is not.
+    ``name`` is what errors call the type (default: its ``__name__``; a union has none)."""
+    name = name or getattr(type_, "__name__", str(type_))
     try:
         answer = text if isinstance(text, str) else bytes(text).decode("utf-8")
         match = _FENCE.match(answer) if "```" in answer else None

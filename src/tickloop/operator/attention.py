@@ -6,6 +6,10 @@
     4. below threshold tau*  5. quiet hours (held)     6. inferred busy window (held)
     7. the budget            -> spent atomically by the store, not here
 
+The threshold check is strict: only a score *below* tau* is silenced (the seed's "below threshold"), so a
+score of exactly tau* (0.8 with the shipped knobs) passes on to quiet hours and the budget. The voice
+arbiter's raised threshold is inclusive in the same way.
+
 Approvals skip the threshold and the budget, but past ``approval_cap`` a day they go to the digest.
 ``screen`` is pure: it takes ``now``, the profile's settings and what the store counted, and returns
 a ``Screening`` naming the check that decided. The caller records every screening, sent or silent.

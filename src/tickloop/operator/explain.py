@@ -21,6 +21,7 @@ RULE_VERDICTS: dict[str, Verdict] = {
     "gate.tainted_external": Verdict.REQUIRES_APPROVAL,
     "gate.external_or_irreversible": Verdict.REQUIRES_APPROVAL,
     "gate.unknown_type": Verdict.REQUIRES_APPROVAL,
+    "mcp.waits_for_person": Verdict.REQUIRES_APPROVAL,
 }
 
 #: (tier, verdict) -> the ladder cell, in the seed's words (Figure 8).

@@ -54,7 +54,8 @@ def judge(proposal: Proposal, settings: GateSettings) -> Stamp:
     """Apply every rule; the most severe verdict wins and all reasons are kept."""
     found = [(verdict, reason) for verdict, reason in _rules(proposal, settings)]
     if not found:
-        return Stamp(Verdict.ALLOWED, ("gate.allowed: reversible and untainted",))
+        why = "reversible" if proposal.tainted else "reversible and untainted"
+        return Stamp(Verdict.ALLOWED, (f"gate.allowed: {why}",))
     verdict = max((v for v, _ in found), key=_SEVERITY.__getitem__)
     return Stamp(verdict, tuple(reason for _, reason in found))
 

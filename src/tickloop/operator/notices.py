@@ -414,7 +414,7 @@ class Notifier(msgspec.Struct):
         """The voice arbiter: may this proactive voice message be spoken now? Spends a voice slot
         (its own budget, min gap 0) when it may, and records the decision either way. Speaking it is
         the caller's: there is no voice channel yet."""
-        from tickloop.harness.presence import chat_active  # noqa: PLC0415
+        from tickloop.presence import chat_active  # noqa: PLC0415
 
         settings = self.attention
         zone = ZoneInfo(settings.timezone)

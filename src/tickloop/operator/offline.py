@@ -55,26 +55,23 @@ def _fast(packet: Mapping[str, Any]) -> dict[str, Any]:
     if match := _EMAIL_STEP.fullmatch(subject.strip()):
         return {
             "actionType": "email",
-            "title": match[2][:200],
-            "recipient": match[1],
-            "body": f"Hello,\n\n{match[2]}.\n\n(sent by the operator working on: {goal})",
+            "title": match[2][:96],
+            "recipient": match[1][:96],
+            "body": f"Hello,\n\n{match[2]}.\n\n(sent by the operator working on: {goal})"[:480],
             "rationale": "offline model: the step asks for an email",
         }
     if match := _BUY_STEP.fullmatch(subject.strip()):
         return {
             "actionType": "spend",
-            "title": match[3][:200],
-            "recipient": "",
-            "body": f"Buy {match[3]} from {match[1]} for {match[2]}.",
-            "vendor": match[1][:200],
+            "title": match[3][:96],
+            "vendor": match[1][:96],
             "amount": float(match[2]),
             "rationale": "offline model: the step asks for a purchase",
         }
     return {
         "actionType": "note",
-        "title": f"Progress note: {subject}"[:200],
-        "recipient": "",
-        "body": f"Working on: {subject}\nGoal: {goal}",
+        "title": f"Progress note: {subject}"[:96],
+        "body": f"Working on: {subject}\nGoal: {goal}"[:480],
         "rationale": "offline model: record the current step as a note",
     }
 
@@ -82,12 +79,10 @@ def _fast(packet: Mapping[str, Any]) -> dict[str, Any]:
 def _slow(packet: Mapping[str, Any]) -> dict[str, Any]:
     tasks = _open_tasks(packet)
     return {
-        "priorities": {str(t["id"]): int(t.get("priority", 0)) for t in tasks},
-        "plan": [{"title": str(t["title"])[:200], "taskId": int(t["id"])} for t in tasks[:20]],
+        "priorities": [{"taskId": int(t["id"]), "priority": int(t.get("priority", 0))} for t in tasks[:20]],
+        "plan": [{"title": str(t["title"])[:96], "taskId": int(t["id"])} for t in tasks[:12]],
         "drift": [],
-        "behind": [str(t["title"])[:200] for t in packet.get("board", []) if t.get("status") == "blocked"][
-            :10
-        ],
+        "behind": [str(t["title"])[:96] for t in packet.get("board", []) if t.get("status") == "blocked"][:4],
     }
 
 
@@ -102,7 +97,9 @@ def _consolidate(packet: Mapping[str, Any]) -> dict[str, Any]:
         f"{' (' + ', '.join(blocked[:5]) + ')' if blocked else ''}. "
         f"Recent ticks: {', '.join(str(o) for o in outcomes[-10:]) or 'none'}."
     )
-    return {"stateOfPlay": summary[:4000], "goalRefresh": str(goal.get("body", ""))[:8000]}
+    body = str(goal.get("body", ""))
+    # A goal longer than the schema's bound is left as it is ("" is "unchanged"), never cut short.
+    return {"stateOfPlay": summary[:1200], "goalRefresh": body if len(body) <= 1600 else ""}
 
 
 def _critique(packet: Mapping[str, Any]) -> dict[str, Any]:

@@ -90,6 +90,8 @@ class TickContext(msgspec.Struct):
     log: Callable[[str], None]
     owner: str
     options: Mapping[str, object] = msgspec.field(default_factory=dict)  #: per-kind flags (--day, --dry-run)
+    #: seconds this tick has waited on its model so far (``ticks._ask`` adds each call's)
+    model_seconds: float = 0.0
     _model: ChatModel | None = None
 
     def model(self) -> ChatModel:

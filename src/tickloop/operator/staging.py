@@ -10,7 +10,9 @@ The fast tick, ``tickloop operator intents add`` and the MCP face's ``stage_inte
 The tier is always the handler's (an unknown type is stored as external, the cautious tier): a face
 cannot make an email reversible by saying so. An intent whose origin is untrusted (another agent
 through MCP) is judged as tainted, so it is never auto-allowed for an external or spend type even
-where a profile rule would allow that type for the operator's own intents.
+where a profile rule would allow that type for the operator's own intents. An intent from MCP
+(origin ``mcp`` or ``mcp:NAME``, the agent's token name) waits for the person even when the gate
+allows it, unless ``auto_allow`` (``[mcp] autoAllow``) names its type.
 """
 
 from __future__ import annotations
@@ -32,6 +34,16 @@ ORIGIN_FAST = "fast"
 ORIGIN_CLI = "cli"
 ORIGIN_MCP = "mcp"
 UNTRUSTED_ORIGINS = frozenset({ORIGIN_MCP})
+
+
+def mcp_origin(agent: str | None) -> str:
+    """``mcp``, or ``mcp:NAME`` for the agent whose HTTP token is named ``NAME``."""
+    return ORIGIN_MCP if agent is None else f"{ORIGIN_MCP}:{agent}"
+
+
+def is_mcp(origin: str) -> bool:
+    """True for ``mcp`` and ``mcp:NAME``."""
+    return origin.split(":", 1)[0] == ORIGIN_MCP
 
 
 class Draft(msgspec.Struct, frozen=True, kw_only=True):
@@ -68,20 +80,22 @@ def stage(
     *,
     now: datetime,
     preset: tuple[Verdict, Sequence[str]] | None = None,
+    auto_allow: frozenset[str] = frozenset(),
 ) -> Staged:
     """Store ``draft``, stamp the gate's verdict, and move an allowed intent to ``ready``.
 
     ``preset`` is a verdict decided before the gate (the drift guard's ``blocked``): it is recorded
-    instead of the gate's, through the same path."""
-    untrusted = draft.tainted or draft.origin in UNTRUSTED_ORIGINS
+    instead of the gate's, through the same path. ``auto_allow``: the types an MCP intent may be
+    allowed for without the person."""
+    untrusted = draft.tainted or is_mcp(draft.origin)
     spec = handler_for(draft.action_type)
     if preset is None:
         proposal = gate.Proposal(
             draft.action_type, None if spec is None else spec.tier, untrusted, draft.payload
         )
         stamp = gate.judge(proposal, settings)
-        if draft.origin in UNTRUSTED_ORIGINS:
-            stamp = _note_origin(stamp, draft.origin)
+        if is_mcp(draft.origin):
+            stamp = _mcp_waits(_note_origin(stamp, draft.origin), draft, auto_allow)
     else:
         stamp = gate.Stamp(preset[0], tuple(preset[1]))
     new = NewIntent(
@@ -97,6 +111,17 @@ def stage(
     if stamp.verdict is Verdict.ALLOWED:
         made = store.mark_ready(profile, made.id, now=now)
     return Staged(made, stamp)
+
+
+def _mcp_waits(stamp: gate.Stamp, draft: Draft, auto_allow: frozenset[str]) -> gate.Stamp:
+    if stamp.verdict is not Verdict.ALLOWED or draft.action_type in auto_allow:
+        return stamp
+    reason = (
+        f"mcp.waits_for_person: the gate would allow it, but what {draft.origin} stages waits for the "
+        f"person; [mcp] autoAllow does not name {draft.action_type!r}"
+    )
+    kept = tuple(r for r in stamp.reasons if not r.startswith("gate.allowed"))
+    return gate.Stamp(Verdict.REQUIRES_APPROVAL, (*kept, reason))
 
 
 def _note_origin(stamp: gate.Stamp, origin: str) -> gate.Stamp:

@@ -190,6 +190,8 @@ class _State:
     tokens_after_client_left: int = 0
     #: connections accepted and not yet ended (a kept-alive connection stays open between requests)
     open_connections: int = 0
+    #: what ``GET /props`` answers, as llama.cpp's llama-server does (None: 404, as other servers)
+    props: dict[str, Any] | None = None
     connections_changed: threading.Condition = field(default_factory=threading.Condition)
 
     def next_reply(self) -> Reply:
@@ -243,6 +245,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._record(None)
+        props = self.server.state.props
+        if self.path.rstrip("/") == "/props" and props is not None:
+            self._json(200, props)
+            return
         if self.path.rstrip("/") != "/v1/models":
             self._json(404, _error_body(404, f"no route {self.path}"))
             return
@@ -505,6 +511,15 @@ class OpenAIServer:
     @default.setter
     def default(self, reply: Reply) -> None:
         self._state.default = reply
+
+    def act_as_llama_cpp(self, chat_template: str = "{{ messages }}") -> None:
+        """Answer ``GET /props`` as llama.cpp's llama-server does (its template, its context size),
+        so a client can tell it is talking to llama.cpp."""
+        self._state.props = {
+            "chat_template": chat_template,
+            "default_generation_settings": {"n_ctx": 4096},
+            "build_info": "tickloop-test",
+        }
 
     def script(self, *replies: Reply) -> None:
         """Queue behaviours for the next chat-completions requests, in order."""

@@ -117,6 +117,7 @@ def tls_files(tmp_path_factory: pytest.TempPathFactory) -> TlsFiles:
         ],
         check=True,
         capture_output=True,
+        timeout=120,
     )
     return files
 

@@ -144,7 +144,7 @@ def test_importing_channels_and_handlers_loads_neither_apprise_nor_email_validat
         "print(sorted(m for m in ('apprise', 'email_validator') if m in sys.modules))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ, timeout=120
     )
     assert out.stdout.strip() == "[]"
 

@@ -166,3 +166,16 @@ def test_the_ladder_matches_figure_8() -> None:
         "message": Tier.EXTERNAL,
         "spend": Tier.SPEND,
     }
+
+
+@pytest.mark.parametrize("action", ["note", "wiki_write", "draft_prep", "research"])
+def test_every_file_writer_neutralises_control_and_escape_characters(tmp_path: Path, action: str) -> None:
+    """An agent's ESC[2J, OSC title change, bell, backspace or bidi override never reaches the file raw;
+    newlines and tabs are kept, and CRLF becomes LF."""
+    body = "line one\r\n\tindented\x1b[2J\x1b]0;owned\x07 bell\x07 back\x08 \u202eevil\nend"
+    context = _context(tmp_path, search=lambda _query: ["hit \x1b[31mred\x1b[0m"])
+    outcome = _do(action, context, title="Hostile \x1b[2J title", body=body, query="hostile")
+    written = Path(outcome.target).read_text(encoding="utf-8")
+    assert not any(c in written for c in "\x1b\x07\x08\r\u202e")
+    assert "line one\n\tindented bell\\u0007 back\\u0008 \\u202eevil\nend" in written
+    assert "# Hostile  title" in written or "# Hostile title" in written

@@ -78,7 +78,7 @@ async def test_a_grid_runs_real_sessions_whose_ledgers_verify(tmp_path: Path, sc
         replayed = replay(ledger, out / "sessions")
         assert replayed.ok, [d.render() for d in replayed.disagreements]
     counts = export([out], tmp_path / "x", "jsonl")
-    assert counts == {"sessions": 12, "steps": 48}
+    assert counts == {"sessions": 12, "steps": 12 * 5, "runs": 2}  # steps 0 (the opening) to 4
     rows = [json.loads(line) for line in (tmp_path / "x" / "steps.jsonl").read_text().splitlines()]
     transcripts = {p.name: _transcript_replies(p) for p in (out / "sessions").iterdir()}
     finished = {
@@ -87,7 +87,7 @@ async def test_a_grid_runs_real_sessions_whose_ledgers_verify(tmp_path: Path, sc
     for row in rows:
         step = next(s for s in finished[row["session"]]["steps"] if s["step"] == row["step"])
         text = transcripts[f"session-{row['session']}.jsonl"][step["turn"]]
-        assert (row["response_chars"], row["response_words"]) == (len(text), len(text.split()))
+        assert (row["text_length"], row["response_words"]) == (len(text), len(text.split()))
         assert row["status"] == "completed"
         assert row["usage_reported"] is True
         assert row["policy_sha256"].startswith("sha256:")
@@ -116,7 +116,7 @@ async def test_a_model_error_ends_only_that_session(tmp_path: Path, scripted: Op
     assert summary.ran == 6
     assert summary.statuses == {"complete": 5, "stopped": 1}
     stopped = [r for r in Manifest(out / "manifest.jsonl").read() if r.get("status") == "stopped"]
-    assert stopped[0]["steps"][0]["status"] == "error"
+    assert [(s["step"], s["status"]) for s in stopped[0]["steps"]] == [(0, "completed"), (1, "error")]
 
 
 def _cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
@@ -170,7 +170,7 @@ def test_resume_after_kill_9_counts_no_session_twice(tmp_path: Path) -> None:
     assert sorted(r["key"] for r in finished) == sorted({r["key"] for r in finished})
     assert len(finished) == 6
     assert open_session not in {r["sessionId"] for r in finished}
-    assert export([out], tmp_path / "x", "csv") == {"sessions": 6, "steps": 24}
+    assert export([out], tmp_path / "x", "csv") == {"sessions": 6, "steps": 30, "runs": 1}
 
 
 def test_shards_run_apart_and_export_merges_them(tmp_path: Path) -> None:
@@ -208,23 +208,38 @@ def test_shards_run_apart_and_export_merges_them(tmp_path: Path) -> None:
 
 
 SECRET_KEY = "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
+#: provider keys that only the prefix rule catches: too short for the 40-character rule, not 32 hex digits
+SHORT_KEYS = ("sk-proj-Zq9xW2vLmN4p", "ghp_Ab12Cd34Ef56Gh78", "xoxb-Tq7Rw3Yz8Ks2")
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
 @pytest.mark.parametrize("keep_text", [False, True])
 async def test_redacted_export_leaks_nothing_planted(tmp_path: Path, fmt: str, keep_text: bool) -> None:
-    """Secrets, paths, the host name, the user name, an API key and wall-clock times planted in a run
-    appear in no exported byte, in any format, with or without --keep-text."""
+    """Secrets, paths, addresses, this machine's host and user names where they name it, and
+    wall-clock times planted in a run appear in no exported byte, in any format, with or without
+    --keep-text; with --keep-text the prose around them survives."""
     host, user = socket.gethostname(), getpass.getuser()
     planted = [
         SECRET_KEY,
+        AWS_KEY,
         "/home/alice/private/notes.md",
-        f"{host}",
-        f"{user}",
+        "/srv/backtick/x.py",
+        f"{user}@{host}",
+        f"/home/{user}/",
+        f"{host}:8080",
+        "hunter2pass",
+        "tok3n-value",
+        "192.168.7.31",
+        "fe80::1ff:fe23:4567:890a",
         "https://api.example.org/v1/x",
+        *SHORT_KEYS,
     ]
     policy = (
-        f"tick; key {SECRET_KEY} path /home/alice/private/notes.md host {host} user {user} url {planted[4]}"
+        f"tick; keys {' '.join(SHORT_KEYS)} key {SECRET_KEY} aws {AWS_KEY} path /home/alice/private/notes.md "
+        f"in `/srv/backtick/x.py` login {user}@{host} home /home/{user}/ port {host}:8080 "
+        f"password=hunter2pass token=tok3n-value ip 192.168.7.31 and fe80::1ff:fe23:4567:890a "
+        f"url https://api.example.org/v1/x root cause"
     )
     spec_text = f"""
 name = "leak"
@@ -243,7 +258,7 @@ planted = "{policy}"
     await Runner(parse_spec(spec_text.encode(), where="s"), out, settings=settings, env={}).run()
     # The raw run does hold the planted text: the test would fail if the export were a copy.
     raw = b"".join(p.read_bytes() for p in (out / "sessions").iterdir())
-    assert SECRET_KEY.encode() in raw
+    assert all(secret.encode() in raw for secret in planted)
     target = tmp_path / "export"
     export([out], target, fmt, keep_text=keep_text)  # type: ignore[arg-type]
     exported = [p.read_bytes() for p in target.iterdir()]
@@ -253,15 +268,17 @@ planted = "{policy}"
         exported += [json.dumps(pq.read_table(p).to_pylist()).encode() for p in target.glob("*.parquet")]
     blob = b"\n".join(exported)
     for secret in planted:
-        if len(secret) >= 3:
-            assert secret.encode() not in blob, f"{secret!r} leaked"
+        assert secret.encode() not in blob, f"{secret!r} leaked"
+    assert (out / "run.key").read_bytes().strip() not in blob, "the run's secret leaked"
     assert not re.search(rb"20\d\d-\d\d-\d\dT\d\d:\d\d", blob), "a wall-clock timestamp leaked"
     report = (target / "REDACTION.md").read_text()
     if keep_text:
-        assert "<secret>" in blob.decode("utf-8", "replace") or fmt == "parquet"
-        assert re.search(r"\| secret \| [1-9]", report)
+        assert b"root cause" in blob  # ordinary prose is not redacted
+        for kind in ("aws_key", "secret", "assignment", "ip", "path", "user_at_host", "url"):
+            assert re.search(rf"\| {kind} \| [1-9]", report), kind
     else:
-        assert re.search(r"\| text \(replaced by sha256 and length\) \| 4 \|", report)
+        # 2 sessions x (the opening turn + 2 steps)
+        assert re.search(r"\| text \(replaced by keyed digest and length\) \| 6 \|", report)
 
 
 def test_token_budget_stops_a_chat_run_with_its_own_rule(tmp_path: Path) -> None:
@@ -335,7 +352,7 @@ async def test_an_experiment_with_the_workspace_toolset_counts_tool_calls(tmp_pa
     assert verify_file(ledger)[0].violations == []
     export([out], tmp_path / "x", "jsonl")
     rows = [json.loads(line) for line in (tmp_path / "x" / "steps.jsonl").read_text().splitlines()]
-    assert [(r["step"], r["tool_calls"]) for r in rows] == [(1, 1), (2, 1)]
+    assert [(r["step"], r["tool_calls"]) for r in rows] == [(0, 0), (1, 1), (2, 1)]
 
 
 FACTORIAL = b"""

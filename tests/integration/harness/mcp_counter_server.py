@@ -3,8 +3,10 @@
 Tools: ``bump(label)`` appends ``label`` to the file ``$COUNTER_FILE`` (the side-effect counter) and,
 for ``label == "slow"``, then sleeps ``$SLOW_S`` seconds; ``echo(text)`` returns its text;
 ``auth()`` returns the HTTP Authorization header it was called with; ``boom()`` raises; ``die()``
-ends the server process. With ``$PID_FILE`` set it writes its pid there; ``--http PORT`` serves
-streamable HTTP on 127.0.0.1 instead of stdio.
+ends the server process; ``whoami()`` returns the client's name and version from ``initialize``;
+``grow()`` adds the tool ``extra`` and sends ``notifications/tools/list_changed``; ``get.x`` and
+``get_x`` (with ``$COLLIDE`` set) collide once sanitised. With ``$PID_FILE`` set it writes its pid
+there; ``--http PORT`` serves streamable HTTP on 127.0.0.1 instead of stdio.
 """
 
 from __future__ import annotations
@@ -53,6 +55,42 @@ def boom() -> str:
 def die() -> str:
     """End the server process at once."""
     os._exit(3)
+
+
+@app.tool()
+def whoami(ctx: Context) -> str:
+    """The client's name and version, as it introduced itself."""
+    params = ctx.request_context.session.client_params
+    info = None if params is None else params.client_info
+    return "unknown" if info is None else f"{info.name} {info.version}"
+
+
+def extra() -> str:
+    """A tool that appears after grow()."""
+    return "extra is here"
+
+
+@app.tool()
+async def grow(ctx: Context) -> str:
+    """Add the tool ``extra`` and tell the client the list changed."""
+    app.add_tool(extra, name="extra")
+    await ctx.request_context.session.send_tool_list_changed()
+    return "grown"
+
+
+def get_dot_x() -> str:
+    """The first of two names that collide once sanitised."""
+    return "get.x"
+
+
+def get_under_x() -> str:
+    """The second of them."""
+    return "get_x"
+
+
+if os.environ.get("COLLIDE"):
+    app.add_tool(get_dot_x, name="get.x")
+    app.add_tool(get_under_x, name="get_x")
 
 
 if __name__ == "__main__":

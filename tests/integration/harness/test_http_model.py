@@ -103,7 +103,7 @@ async def test_a_server_that_streams_no_usage_is_recorded_as_reporting_none(tmp_
     ] * 2
     show = ["sessions", "show", "h", "--sessions-dir", str(tmp_path / "sessions")]
     shown = subprocess.run(
-        [sys.executable, "-m", "tickloop", *show], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "tickloop", *show], capture_output=True, text=True, check=True, timeout=120
     )
     assert shown.stdout.count("-- completed (the model reported no token usage)") == 3
 
@@ -168,6 +168,7 @@ def test_chat_process_sends_only_natural_messages_and_literal_time_steps(tmp_pat
         capture_output=True,
         text=True,
         check=False,
+        timeout=120,
     )
     assert verify.returncode == 0, verify.stdout
     assert "3 time steps enqueued" in verify.stdout

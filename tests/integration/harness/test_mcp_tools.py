@@ -5,18 +5,25 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.peers import NODE, SERVER_EVERYTHING, require
 
+from tickloop import __version__
 from tickloop.audit import session_file_name
+from tickloop.cli.chat_render import progress_line
 from tickloop.harness import Agent, AgentEvent, Notice, open_chat_agent
+from tickloop.harness.events import ToolCallEnded, ToolCallProgress
 from tickloop.harness.tools import open_toolbox, tools_settings
 from tickloop.models.openai_compat import OpenAICompatModel
 from tickloop.testing.openai_server import OpenAIServer, Reply
@@ -150,8 +157,11 @@ async def test_a_server_that_dies_gives_a_notice_and_errors_while_the_chat_goes_
         )
         await drive(chat(tmp_path, server, settings(tmp_path), notices), ["die", "echo"])
     statuses = [(r["id"], r["status"]) for r in results(tmp_path)]
-    assert statuses == [("d", "error"), ("e", "error")]
-    assert "not available" in results(tmp_path)[1]["result"]
+    # the call the crash cut off may or may not have taken effect: unknown, never re-run
+    assert statuses == [("d", "unknown"), ("e", "error")]
+    assert results(tmp_path)[0]["outcome"] == "unknown"
+    assert "may or may not have taken effect" in results(tmp_path)[0]["result"]
+    assert "MCP server counter is not available" in results(tmp_path)[1]["result"]
     assert any("MCP server counter" in n for n in notices)
 
 
@@ -263,3 +273,208 @@ async def test_a_missing_token_variable_is_a_clear_notice(
     with OpenAIServer(default=Reply.text("fine")) as server:
         await drive(chat(tmp_path, server, raw, notices), ["hello"])
     assert any("$TEST_MCP_TOKEN is not set" in n for n in notices), notices
+
+
+async def test_a_call_past_call_timeout_is_unknown_and_never_re_run(tmp_path: Path) -> None:
+    """A call with no answer within callTimeoutS is recorded outcome unknown, the model is told it
+    may or may not have happened, and the side effect happened once."""
+    notices: list[str] = []
+    with OpenAIServer(default=Reply.text("after")) as server:
+        server.script(Reply.tool_calls(("s", "counter__bump", '{"label": "slow"}')))
+        raw = settings(tmp_path, callTimeoutS=1)
+        await drive(chat(tmp_path, server, raw, notices), ["slowly"])
+        told = json.dumps(server.bodies()[-1]["messages"])
+    (result,) = results(tmp_path)
+    assert (result["status"], result["outcome"]) == ("unknown", "unknown")
+    assert "no answer within 1 s" in result["result"]
+    assert "may or may not have taken effect" in told
+    assert (tmp_path / "counter").read_text() == "slow\n"
+
+
+async def test_the_client_introduces_itself_and_the_servers_stderr_goes_to_a_log(tmp_path: Path) -> None:
+    """The server sees clientInfo tickloop with its version; a tool of a server that failed to
+    start says the server is not available, not "unknown tool"."""
+    notices: list[str] = []
+    raw = settings(tmp_path)
+    raw["mcp"]["ghost"] = {"command": [str(tmp_path / "no-such-server")]}
+    with OpenAIServer(default=Reply.text("done")) as server:
+        server.script(Reply.tool_calls(("w", "counter__whoami", "{}"), ("g", "ghost__anything", "{}")))
+        await drive(chat(tmp_path, server, raw, notices), ["who"])
+    who, ghost = results(tmp_path)
+    assert who["result"] == f"tickloop {__version__}"
+    assert ghost["status"] == "error"
+    assert "MCP server ghost is not available (could not start: command" in ghost["result"]
+    assert "unknown tool" not in ghost["result"]
+    assert Path(os.environ["XDG_STATE_HOME"], "tickloop", "mcp-logs", "counter.log").exists()
+
+
+async def test_list_changed_relists_and_colliding_names_are_refused(tmp_path: Path) -> None:
+    """After notifications/tools/list_changed the model is offered the new tool; of get.x and get_x,
+    which both become counter__get_x, the second is refused with a notice instead of shadowing."""
+    notices: list[str] = []
+    with OpenAIServer(default=Reply.text("done")) as server:
+        server.script(
+            Reply.tool_calls(("g", "counter__grow", "{}")),
+            Reply.text("grown"),
+            Reply.tool_calls(("e", "counter__extra", "{}"), ("x", "counter__get_x", "{}")),
+        )
+        raw = settings(tmp_path)
+        raw["mcp"]["counter"]["env"]["COLLIDE"] = "1"
+        agent = chat(tmp_path, server, raw, notices)
+        await agent.start()
+        try:
+            agent.submit("grow")
+            async with asyncio.timeout(WAIT):
+                await agent.wait_idle()
+            async with asyncio.timeout(WAIT):
+                while "counter__extra" not in {s.name for s in agent.toolbox.specs()}:
+                    await asyncio.sleep(0.05)
+            agent.submit("use it")
+            async with asyncio.timeout(WAIT):
+                await agent.wait_idle()
+        finally:
+            await agent.close()
+        offered = [t["function"]["name"] for t in server.bodies()[-1]["tools"]]
+    assert offered.count("counter__get_x") == 1
+    extra, getx = results(tmp_path)[1:]
+    assert (extra["status"], extra["result"]) == ("ok", "extra is here")
+    assert getx["result"] == "get.x"
+    assert any("'get_x' is refused" in n and "counter__get_x" in n for n in notices), notices
+
+
+class _Refuser(BaseHTTPRequestHandler):
+    """Answers every request with the status in the server's ``status`` attribute."""
+
+    def do_POST(self) -> None:  # the http.server name
+        status = self.server.status  # type: ignore[attr-defined]
+        self.send_response(status)
+        if status == 429:
+            self.send_header("Retry-After", "7")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST  # noqa: N815
+
+    def log_message(self, *_args: Any) -> None:
+        """Quiet."""
+
+
+@pytest.mark.parametrize(
+    ("status", "words"),
+    [
+        (401, "HTTP 401 Unauthorized: the server refused the bearer token in $TEST_MCP_TOKEN"),
+        (403, "HTTP 403 Forbidden"),
+        (429, "HTTP 429 Too Many Requests: the server is rate-limiting this client; retry after 7 s"),
+    ],
+)
+async def test_http_refusals_name_their_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, status: int, words: str
+) -> None:
+    """A server that answers 401, 403 or 429 gives a notice naming the status (and Retry-After)."""
+    monkeypatch.setenv("TEST_MCP_TOKEN", "t0ken")
+    refuser = ThreadingHTTPServer(("127.0.0.1", 0), _Refuser)
+    refuser.status = status  # type: ignore[attr-defined]
+    thread = threading.Thread(target=refuser.serve_forever, daemon=True)
+    thread.start()
+    notices: list[str] = []
+    url = f"http://127.0.0.1:{refuser.server_address[1]}/mcp"
+    raw = {"mcp": {"remote": {"url": url, "tokenEnv": "TEST_MCP_TOKEN"}}}
+    try:
+        with OpenAIServer(default=Reply.text("fine")) as server:
+            await drive(chat(tmp_path, server, raw, notices), ["hello"])
+    finally:
+        refuser.shutdown()
+        refuser.server_close()
+        thread.join(timeout=10)
+    assert any(n.startswith("MCP server remote: could not start: ") and words in n for n in notices), notices
+
+
+def everything(tmp_path: Path) -> dict[str, Any]:
+    """@modelcontextprotocol/server-everything (nobody here wrote it) as the server ``everything``."""
+    node, script = str(require(NODE)), str(require(SERVER_EVERYTHING).resolve())
+    return {"mcp": {"everything": {"command": [node, script, "stdio"], "startTimeoutS": 60}}}
+
+
+@pytest.mark.timeout(240)
+async def test_server_everything_structured_content_and_images(tmp_path: Path) -> None:
+    """Against server-everything: structured content valid for the outputSchema is what the model
+    reads; an image is recorded by its type, size and sha256, its bytes never sent to the model."""
+    notices: list[str] = []
+    with OpenAIServer(default=Reply.text("done")) as server:
+        server.script(
+            Reply.tool_calls(
+                ("w", "everything__get-structured-content", '{"location": "Chicago"}'),
+                ("i", "everything__get-tiny-image", "{}"),
+            )
+        )
+        await drive(chat(tmp_path, server, everything(tmp_path), notices), ["weather and a picture"])
+        sent = json.dumps(server.bodies()[-1]["messages"])
+    weather, image = results(tmp_path)
+    assert weather["status"] == "ok"
+    assert json.loads(weather["result"]) == {
+        "conditions": "Light rain / drizzle",
+        "humidity": 82,
+        "temperature": 36,
+    }
+    assert image["status"] == "ok"
+    assert re.search(
+        r"\[image content not shown: image/png, \d+ bytes, sha256:[0-9a-f]{64}\]", image["result"]
+    )
+    assert "iVBORw0KGgo" not in sent  # no base64 PNG reached the model
+
+
+@pytest.mark.timeout(240)
+async def test_server_everything_sees_the_workspace_as_the_clients_root(tmp_path: Path) -> None:
+    """The client declares roots; server-everything then offers get-roots-list (the chat re-lists
+    its tools on list_changed), and the root it reports is the workspace directory."""
+    notices: list[str] = []
+    raw = {**everything(tmp_path), "workspace": {"root": str(tmp_path)}}
+    with OpenAIServer(default=Reply.text("done")) as server:
+        server.script(Reply.tool_calls(("r", "everything__get-roots-list", "{}")))
+        agent = chat(tmp_path, server, raw, notices)
+        await agent.start()
+        try:
+            async with asyncio.timeout(60):
+                while "everything__get-roots-list" not in {s.name for s in agent.toolbox.specs()}:
+                    await asyncio.sleep(0.05)
+            agent.submit("roots?")
+            async with asyncio.timeout(60):
+                await agent.wait_idle()
+        finally:
+            await agent.close()
+    (roots,) = results(tmp_path)
+    assert roots["status"] == "ok"
+    assert tmp_path.resolve().as_uri() in roots["result"]
+
+
+@pytest.mark.timeout(240)
+async def test_server_everything_progress_reaches_the_chat_while_the_call_runs(tmp_path: Path) -> None:
+    """The client sends a progressToken; server-everything's progress notifications arrive as
+    ToolCallProgress events before the call ends, and the chat shows each as a tool line."""
+    seen: list[Any] = []
+    with OpenAIServer(default=Reply.text("done")) as server:
+        server.script(
+            Reply.tool_calls(
+                ("p", "everything__trigger-long-running-operation", '{"duration": 2, "steps": 4}')
+            )
+        )
+        model = OpenAICompatModel("test", base_url=server.base_url, model="tickloop-test", timeout_s=5)
+        agent = open_chat_agent(
+            model,
+            sessions_dir=tmp_path / "sessions",
+            session_id="m",
+            tick=None,
+            toolbox=open_toolbox(tools_settings(everything(tmp_path))),
+            listeners=[
+                lambda event: (
+                    seen.append(event) if isinstance(event, ToolCallProgress | ToolCallEnded) else None
+                )
+            ],
+        )
+        await drive(agent, ["run it"])
+    progress = [e for e in seen if isinstance(e, ToolCallProgress)]
+    ended = [i for i, e in enumerate(seen) if isinstance(e, ToolCallEnded)]
+    assert [(e.progress, e.total) for e in progress] == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert seen.index(progress[-1]) < ended[0]  # while the call ran, not after
+    assert seen[ended[0]].result.ok
+    assert progress_line(progress[1]).startswith("⚙ everything__trigger-long-running-operation … 2/4")

@@ -186,3 +186,32 @@ async def test_no_generated_path_writes_outside(tree: Path, parts: list[str]) ->
     await call(toolbox(tree), "write_file", path="".join(parts), content="pwned")
     assert sorted(p.name for p in outside.iterdir()) == before
     assert (outside / "secret.txt").read_text() == SECRET
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "name"),
+    [
+        ("write_file", {"path": "readme.txt", "content": "OVERWRITTEN"}, "readme.txt"),
+        ("write_file", {"path": "fresh.txt", "content": "OVERWRITTEN"}, "fresh.txt"),
+        ("append_note", {"text": "OVERWRITTEN"}, "NOTES.md"),
+    ],
+)
+async def test_a_symlink_swapped_in_between_the_check_and_the_open_is_refused(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, tool: str, args: dict[str, str], name: str
+) -> None:
+    """The path is checked, then replaced by a symlink to a file outside just before the open: O_NOFOLLOW
+    refuses it, and the outside file keeps its content (overwrite = true, so only O_NOFOLLOW stands)."""
+    real_open = os.open
+    target = tree / name
+
+    def swap_then_open(path: object, flags: int, *rest: int) -> int:
+        if Path(str(path)) == target:  # the race: the jail check passed, the open has not happened
+            target.unlink(missing_ok=True)
+            target.symlink_to(tree.parent / "outside" / "secret.txt")
+        return real_open(path, flags, *rest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("tickloop.harness.tools.workspace.os.open", swap_then_open)
+    status, text = await call(toolbox(tree, overwrite=True), tool, **args)
+    assert status is CallStatus.ERROR
+    assert "cannot write" in text
+    assert (tree.parent / "outside" / "secret.txt").read_text() == SECRET

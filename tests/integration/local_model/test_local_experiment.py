@@ -28,7 +28,7 @@ replicates = 2
 
 async def test_a_small_experiment_on_the_local_model_verifies(served: ServedModel, tmp_path: Path) -> None:
     """1 policy x 2 sessions x 3 steps against SmolLM2: both sessions complete, ledgers verify, and the
-    dataset has a row for each of the 6 steps with the usage the server reported."""
+    dataset has a row for each opening turn and each of the 6 steps."""
     settings = load_settings({}, endpoint_config(tmp_path, served.base_url, max_tokens=16))
     out = tmp_path / "run"
     summary = await Runner(
@@ -37,4 +37,4 @@ async def test_a_small_experiment_on_the_local_model_verifies(served: ServedMode
     assert summary.statuses == {"complete": 2}
     for ledger in (out / "ledgers").iterdir():
         assert verify_file(ledger)[0].violations == []
-    assert export([out], tmp_path / "x", "jsonl") == {"sessions": 2, "steps": 6}
+    assert export([out], tmp_path / "x", "jsonl") == {"sessions": 2, "steps": 2 * (1 + 3), "runs": 1}

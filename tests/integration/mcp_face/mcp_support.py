@@ -38,6 +38,7 @@ class Operator:
             text=True,
             env=self.env,
             check=False,
+            timeout=120,
         )
         if ok:
             assert done.returncode == 0, done.stderr

@@ -153,7 +153,7 @@ def test_tls_serves_https_with_the_given_certificate(sqlite_op: Operator, tmp_pa
         ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
          "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
          "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True, capture_output=True,
+        check=True, capture_output=True, timeout=120,
     )  # fmt: skip
     token = issue_token(sqlite_op)
     with serving(sqlite_op, "--certfile", str(cert), "--keyfile", str(key)) as url:
@@ -181,3 +181,61 @@ def test_first_http_serve_issues_the_token_and_shows_it_once(sqlite_op: Operator
         proc.stderr.close()
     again = sqlite_op.cli("mcp", "token", ok=False)
     assert "shown only once" in again.stderr
+
+
+def test_rotating_or_revoking_a_token_takes_effect_on_a_running_server(sqlite_op: Operator) -> None:
+    """After `mcp token --rotate` the old token gets 401 and the new one works, with no restart; a
+    revoked agent's token gets 401 at once."""
+    old = issue_token(sqlite_op)
+    agent = sqlite_op.cli("mcp", "token", "--name", "cursor").stdout.strip()
+    with serving(sqlite_op) as url:
+
+        def status(token: str) -> int:
+            headers = {**JSON_HEADERS, "Authorization": f"Bearer {token}"}
+            return httpx2.post(url, json=HELLO, headers=headers, timeout=30).status_code
+
+        assert (status(old), status(agent)) == (200, 200)
+        new = sqlite_op.cli("mcp", "token", "--rotate").stdout.strip()
+        assert (status(old), status(new), status(agent)) == (401, 200, 200)
+        sqlite_op.cli("mcp", "token", "--revoke", "cursor")
+        assert (status(agent), status(new)) == (401, 200)
+    listed = sqlite_op.cli("mcp", "token", "--list").stdout
+    assert listed.startswith("default\tissued ")
+    assert "cursor" not in listed
+    assert new not in listed
+
+
+async def test_an_agents_intents_record_its_token_name(sqlite_op: Operator) -> None:
+    """An intent staged with the token named claude-desktop has origin mcp:claude-desktop, shown by
+    `operator intents` (table and --json), and waits for the person."""
+    token = sqlite_op.cli("mcp", "token", "--name", "claude-desktop").stdout.strip()
+    with serving(sqlite_op) as url:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
+            Client(streamable_http_client(url, http_client=http)) as client,
+        ):
+            # a client cannot claim another name by sending the header itself
+            http.headers["x-tickloop-agent"] = "the-person"
+            staged = data(await client.call_tool("stage_intent", {"type": "note", "title": "jot"}))["intent"]
+    assert staged["origin"] == {"tick_kind": "mcp:claude-desktop", "tainted": True}
+    assert staged["status"] == "requires_approval"
+    [listed] = sqlite_op.json("operator", "intents", "--profile", "me")
+    assert listed["origin"]["tick_kind"] == "mcp:claude-desktop"
+    sqlite_op.env["COLUMNS"] = "200"
+    table = sqlite_op.cli("operator", "intents", "--profile", "me").stdout
+    assert "mcp:claude-desktop" in table
+
+
+def test_wrong_tokens_do_not_drain_an_agents_bucket(sqlite_op: Operator) -> None:
+    """100 wrong-token requests from 127.0.0.1 are refused with 429, and the real agent on 127.0.0.1
+    still gets in: unauthenticated requests spend the address's bucket, an agent spends its own."""
+    token = issue_token(sqlite_op)
+    with serving(sqlite_op, "--rate-limit", "60") as url:
+        wrong = {**JSON_HEADERS, "Authorization": "Bearer wrong"}
+        codes = [httpx2.post(url, json=HELLO, headers=wrong, timeout=30).status_code for _ in range(100)]
+        assert set(codes) == {401, 429}
+        # the burst (a tenth of a minute's requests), then about one a second
+        assert codes[:6] == [401] * 6
+        assert codes.count(429) >= 50
+        right = {**JSON_HEADERS, "Authorization": f"Bearer {token}"}
+        assert httpx2.post(url, json=HELLO, headers=right, timeout=30).status_code == 200

@@ -9,7 +9,12 @@ import sys
 import threading
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.types import ResourceTemplateReference, ResourceUpdatedNotification
 from mcp_support import Operator, data, error
 
 from tickloop.mcp.face import RESOURCES, TOOLS
@@ -37,6 +42,9 @@ async def test_every_tool_and_resource_answers(op: Operator) -> None:
     async with op.client() as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert set(tools) == EXPECTED_TOOLS
+        assert all(t.input_schema.get("additionalProperties") is False for t in tools.values())
+        action = tools["set_task_status"].input_schema["properties"]["action"]
+        assert action["enum"] == ["block", "done", "unblock"]
         task = data(await client.call_tool("add_task", {"title": "from an agent", "priority": 5}))["task"]
         done = data(await client.call_tool("set_task_status", {"task_id": task["id"], "action": "block"}))
         assert done["task"]["status"] == "blocked"
@@ -52,7 +60,9 @@ async def test_every_tool_and_resource_answers(op: Operator) -> None:
         assert staged["intent"]["origin"] == {"tick_kind": "mcp", "tainted": True}
         why = data(await client.call_tool("explain_intent", {"intent_id": staged["intent"]["id"]}))
         assert why["ladder"]["tier"] == "reversible"
-        assert why["deciding_rule"] in {"gate.allowed", "gate.external_or_irreversible"}
+        # another agent's note waits for the person, though its type is reversible
+        assert staged["intent"]["status"] == "requires_approval"
+        assert why["deciding_rule"] == "mcp.waits_for_person"
         note = data(await client.call_tool("add_memory_note", {"text": "the printer is on floor 3"}))["note"]
         assert note["tainted"] is True
         found = data(await client.call_tool("search_memory", {"query": "PRINTER floor"}))["notes"]
@@ -87,6 +97,12 @@ def _hostile_calls(other_task: int, other_intent: int) -> list[tuple[str, dict[s
         ("add_task", {"title": big}, "over the limit"),
         ("add_task", {"title": "   "}, "must not be empty"),
         ("add_task", {"title": "a\x00b"}, "NUL"),
+        ("add_task", {"title": "t", "status": "done"}, "unknown argument(s) ['status']"),
+        (
+            "stage_intent",
+            {"type": "note", "title": "t", "tier": "reversible"},
+            "unknown argument(s) ['tier']",
+        ),
         ("set_task_status", {"task_id": other_task, "action": "done"}, "no task"),
         ("set_task_status", {"task_id": 10**9, "action": "block"}, "no task"),
         ("set_task_status", {"task_id": 1, "action": "approve"}, "is not one of"),
@@ -203,6 +219,42 @@ def test_unreadable_messages_are_answered_not_dropped(
     assert sqlite_op.json("operator", "intents", "--profile", "me") == []
 
 
+@pytest.mark.parametrize(
+    ("line", "answer_id", "expected"),
+    [
+        (b'[{"jsonrpc":"2.0","id":7,"method":"ping"}]', None, "batch"),
+        (b"1", None, "must be a JSON object"),
+        (b"null", None, "must be a JSON object"),
+        (b'"ping"', None, "must be a JSON object"),
+        (b"{}", None, '"jsonrpc": "2.0"'),
+        (b'{"jsonrpc":"2.0"}', None, "no method"),
+        (b'{"jsonrpc":"2.0","id":true,"method":"ping"}', None, "string or an integer"),
+        (b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}', None, "string or an integer"),
+        (b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}', None, "string or an integer"),
+        (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', None, "string or an integer"),
+        (b'{"jsonrpc":"1.0","id":7,"method":"ping"}', 7, '"jsonrpc": "2.0"'),
+        (b'{"jsonrpc":"2.0","id":7,"method":5}', 7, "method must be a string"),
+        (b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"add_task","arguments":{"title":"'
+         + b"x" * (2 * 1024 * 1024 + 10) + b'"}}}', 7, "over the limit of 2097152 bytes"),
+    ],
+)  # fmt: skip
+def test_every_malformed_message_gets_a_json_rpc_error(
+    sqlite_op: Operator, line: bytes, answer_id: object, expected: str
+) -> None:
+    """Batches, non-objects, wrong versions, bad ids and over-long lines each get an error, none dropped."""
+    server = RawServer(sqlite_op)
+    try:
+        answer = server.ask(line)
+        assert (answer["jsonrpc"], answer["id"], answer["error"]["code"]) == ("2.0", answer_id, -32600)
+        assert expected in answer["error"]["message"]
+        after = server.ask(b'{"jsonrpc":"2.0","id":8,"method":"ping"}')
+        assert after == {"jsonrpc": "2.0", "id": 8, "result": {}}  # the server reads on after it
+    finally:
+        server.close()
+    assert sqlite_op.json("operator", "board", "--profile", "me")["tasks"][0]["title"] == "write tests"
+    assert len(sqlite_op.json("operator", "board", "--profile", "me")["tasks"]) == 1
+
+
 async def test_the_face_never_offers_execution_approval_activation_or_settings(sqlite_op: Operator) -> None:
     """Every tool and resource, enumerated: none executes, decides, activates, configures or shows secrets."""
     sqlite_op.config(
@@ -217,7 +269,12 @@ async def test_the_face_never_offers_execution_approval_activation_or_settings(s
         templates = (await client.list_resource_templates()).resource_templates
         prompts = (await client.list_prompts()).prompts
         assert {t.name for t in tools} == EXPECTED_TOOLS == set(TOOLS)
-        assert (templates, prompts) == ([], [])
+        assert {t.uri_template for t in templates} == {
+            "tickloop://intents/{id}",
+            "tickloop://tasks/{id}",
+            "tickloop://progress/{since}",
+        }
+        assert {p.name for p in prompts} == {"plan-next-step", "review-board"}
         for name in [t.name for t in tools] + [r.name for r in resources]:
             assert not any(word in name.lower() for word in FORBIDDEN), name
         for tool in tools:
@@ -246,3 +303,111 @@ async def test_the_face_never_offers_execution_approval_activation_or_settings(s
     assert sqlite_op.json("operator", "intents", "--profile", "me", "--status", "approved") == []
     goals = sqlite_op.json("operator", "goal", "show", "--profile", "me")
     assert [g["status"] for g in goals] == ["active"]
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ('[mcp]\nautoAllow = ["email"]\n', "autoAllow names 'email', which is not a reversible"),
+        ('[mcp]\nautoAllow = ["teleport"]\n', "autoAllow names 'teleport'"),
+        ('[mcp]\nautoAllow = "note"\n', "[mcp]"),
+        ('[mcp]\nautoAlow = ["note"]\n', "autoAlow"),
+    ],
+)
+def test_a_bad_mcp_section_stops_serve_at_start(sqlite_op: Operator, config: str, expected: str) -> None:
+    """[mcp] autoAllow may name only reversible types; anything else is refused at start, exit 2."""
+    sqlite_op.config(config)
+    done = subprocess.run(
+        [sys.executable, "-m", "tickloop", "mcp", "serve", "--profile", "me"],
+        input="",
+        capture_output=True,
+        text=True,
+        env=sqlite_op.env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert expected in done.stderr
+
+
+async def test_auto_allow_lets_a_named_reversible_type_through(sqlite_op: Operator) -> None:
+    """With [mcp] autoAllow = ["note"], an agent's note is ready at once; a wiki page still waits."""
+    sqlite_op.config('[mcp]\nautoAllow = ["note"]\n')
+    async with sqlite_op.client() as client:
+        note = data(await client.call_tool("stage_intent", {"type": "note", "title": "jot"}))["intent"]
+        wiki = data(await client.call_tool("stage_intent", {"type": "wiki_write", "title": "page"}))["intent"]
+    assert (note["status"], wiki["status"]) == ("ready", "requires_approval")
+
+
+async def test_templates_prompts_and_completions_answer_from_the_store(sqlite_op: Operator) -> None:
+    """An agent reads one intent, one task and recent progress by template, fills both prompts from
+    the store and completes ids; a bad template parameter is refused by name."""
+    async with sqlite_op.client() as client:
+        staged = data(await client.call_tool("stage_intent", {"type": "note", "title": "jot"}))["intent"]
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+        assert templates == {
+            "tickloop://intents/{id}",
+            "tickloop://tasks/{id}",
+            "tickloop://progress/{since}",
+        }
+        one = json.loads((await client.read_resource(f"tickloop://intents/{staged['id']}")).contents[0].text)  # type: ignore[union-attr]
+        assert (one["intent"]["title"], one["intent"]["status"]) == ("jot", "requires_approval")
+        task = json.loads((await client.read_resource("tickloop://tasks/1")).contents[0].text)  # type: ignore[union-attr]
+        assert task["task"]["title"] == "write tests"
+        rows = json.loads(
+            (await client.read_resource("tickloop://progress/2000-01-01T00:00:00Z")).contents[0].text
+        )  # type: ignore[union-attr]
+        assert rows["rows"] == []
+        for uri, words in [
+            ("tickloop://intents/abc", "is not an id"),
+            ("tickloop://progress/yesterday", "is not an ISO 8601 time"),
+            ("tickloop://tasks/99999", "no task"),
+        ]:
+            with pytest.raises(MCPError, match=words):
+                await client.read_resource(uri)
+        prompts = {p.name for p in (await client.list_prompts()).prompts}
+        assert prompts == {"plan-next-step", "review-board"}
+        plan = (await client.get_prompt("plan-next-step")).messages[0].content.text  # type: ignore[union-attr]
+        assert "Ship v1" in plan
+        assert "write tests" in plan
+        board = (await client.get_prompt("review-board")).messages[0].content.text  # type: ignore[union-attr]
+        assert "#1 [todo] p1 write tests" in board
+        ref = ResourceTemplateReference(type="ref/resource", uri="tickloop://intents/{id}")
+        done = await client.complete(ref, {"name": "id", "value": str(staged["id"])[0]})
+        assert str(staged["id"]) in done.completion.values
+
+
+@pytest.mark.timeout(120)
+# resources/subscribe is the 2025 protocol's (what Claude Desktop, Cursor and the Inspector speak)
+@pytest.mark.filterwarnings(
+    "ignore:resources/subscribe is removed:mcp.shared.exceptions.MCPDeprecationWarning"
+)
+async def test_a_subscriber_learns_that_its_intent_was_decided(sqlite_op: Operator) -> None:
+    """An agent subscribed to its intent gets notifications/resources/updated when the person
+    approves it from the CLI, and reads the new status, without polling."""
+    updates: list[str] = []
+    arrived = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ResourceUpdatedNotification):
+            updates.append(str(message.params.uri))
+            arrived.set()
+
+    async with Client(sqlite_op.params(), message_handler=on_message, mode="legacy") as client:
+        caps = client.server_capabilities
+        assert caps is not None
+        assert caps.resources is not None
+        assert caps.resources.subscribe is True
+        staged = data(await client.call_tool("stage_intent", {"type": "note", "title": "jot"}))["intent"]
+        uri = f"tickloop://intents/{staged['id']}"
+        await client.subscribe_resource(uri)
+        with pytest.raises(MCPError, match="not a resource"):
+            await client.subscribe_resource("tickloop://secrets")
+        await anyio.to_thread.run_sync(
+            lambda: sqlite_op.cli("operator", "approve", str(staged["id"]), "--profile", "me")
+        )
+        with anyio.fail_after(30):
+            await arrived.wait()
+        assert updates == [uri]
+        after = json.loads((await client.read_resource(uri)).contents[0].text)  # type: ignore[union-attr]
+        assert after["intent"]["status"] == "approved"

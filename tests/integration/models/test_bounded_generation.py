@@ -14,15 +14,15 @@ import pytest
 from tickloop.config import load_settings
 from tickloop.errors import ModelError
 from tickloop.models import ChatMessage, OpenAICompatModel
-from tickloop.operator.domain import Outcome
+from tickloop.operator.domain import Outcome, ProgressRow
 from tickloop.operator.runner import run_tick
-from tickloop.operator.store import open_store
+from tickloop.operator.store import Store, open_store
 from tickloop.operator.ticks._ask import MAX_TOKENS
 from tickloop.testing import FakeClock
 from tickloop.testing.openai_server import MODEL_ID, OpenAIServer, Reply
 
 HELLO = [ChatMessage("user", "hello " * 40)]
-NOTE = json.dumps({"actionType": "note", "title": "Outline", "recipient": "", "body": "b"})
+NOTE = json.dumps({"actionType": "note", "title": "Outline", "body": "b"})
 
 
 def _model(server: OpenAIServer, **options: object) -> OpenAICompatModel:
@@ -161,7 +161,7 @@ def test_each_tick_kind_asks_for_its_own_cap_and_a_cut_answer_fails_the_tick(
 ) -> None:
     """A tick sends its kind's default cap; an answer cut off at it fails the tick with "truncated at
     maxTokens=N", and nothing is made of the cut-off text."""
-    server.default = Reply(content=NOTE[:20], finish_reason="length")
+    server.default = Reply(content=NOTE[:20], finish_reason="length", usage=(300, cap))
     store = open_store("memory://")
     store.create_profile("p", now=clock.now())
     goal = store.add_goal_model("p", title="Ship", body="the thesis", now=clock.now())
@@ -179,3 +179,83 @@ def test_each_tick_kind_asks_for_its_own_cap_and_a_cut_answer_fails_the_tick(
     if kind == "fast":
         assert store.list_intents("p") == []
         assert server.bodies()[1]["max_tokens"] == MAX_TOKENS["critique"]
+
+
+def _fast_store(clock: FakeClock) -> Store:
+    store = open_store("memory://")
+    store.create_profile("p", now=clock.now())
+    goal = store.add_goal_model("p", title="Ship", body="the thesis", now=clock.now())
+    store.activate_goal_model("p", goal.version, now=clock.now())
+    store.add_task("p", "Outline", priority=1, now=clock.now())
+    return store
+
+
+def _fast(
+    store: Store, clock: FakeClock, model: OpenAICompatModel, log: list[str] | None = None
+) -> tuple[int, ProgressRow]:
+    code = run_tick(
+        "fast", store=store, profile="p", settings=load_settings({}, None), env={}, clock=clock,
+        log=(log if log is not None else []).append, model=model,
+    )  # fmt: skip
+    return code, store.recent_progress("p", limit=1, tick_kind="fast")[0]
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        (Reply(content='{"actionType"', finish_reason="length", usage=(2046, 2)),
+         ("context full: the prompt (2046 tokens) plus the answer (2 tokens) reached the model's context "
+          "(about 2048 tokens) before maxTokens=512")),
+        (Reply(content="{", finish_reason="length", report_usage=False),
+         "plus the answer (about 0 tokens) reached the model's context"),
+    ],
+    ids=["counted", "estimated"],
+)  # fmt: skip
+def test_an_answer_cut_off_short_of_the_cap_says_the_context_is_full(
+    server: OpenAIServer, clock: FakeClock, reply: Reply, said: str
+) -> None:
+    """A stop at finish_reason=length well before maxTokens is the context filling up: the row says
+    so with the numbers, and does not advise raising maxTokens."""
+    server.default = reply
+    code, row = _fast(_fast_store(clock), clock, _model(server))
+    assert (code, row.outcome) == (1, Outcome.FAILED)
+    assert said in row.error
+    assert "Raising maxTokens will not help" in row.error
+    assert "raise maxTokens for this endpoint" not in row.error
+
+
+@pytest.mark.parametrize(
+    "reply", [Reply.stall(after=0, seconds=5), Reply.error(503)], ids=["timeout", "http-error"]
+)
+def test_no_critique_follows_a_model_call_that_got_no_answer(
+    server: OpenAIServer, clock: FakeClock, reply: Reply
+) -> None:
+    """When the action call timed out or failed, the tick makes no critique call: one request, and the
+    tick ends within about one timeoutS (not two)."""
+    server.default = reply
+    log: list[str] = []
+    started = time.monotonic()
+    code, row = _fast(_fast_store(clock), clock, _model(server, timeout_s=0.5), log)
+    assert (code, row.outcome) == (1, Outcome.FAILED)
+    assert row.error.startswith("model call failed")
+    assert len(server.bodies()) == 1
+    assert any("no self-critique: the model call failed" in line for line in log), log
+    assert time.monotonic() - started < 1.4
+
+
+def test_the_critique_gets_only_what_is_left_of_the_ticks_model_budget(
+    server: OpenAIServer, clock: FakeClock
+) -> None:
+    """A fast tick waits on its model at most 1.5 x timeoutS in all: after a slow invalid answer, the
+    critique call is cut at what is left, not given a whole timeoutS of its own."""
+    server.script(Reply.text("not json", chunks=4, chunk_delay=0.2))  # ~0.8 s of the 1.5 s budget
+    server.default = Reply.stall(after=0, seconds=5)  # the critique would wait a full timeoutS
+    log: list[str] = []
+    started = time.monotonic()
+    code, row = _fast(_fast_store(clock), clock, _model(server, timeout_s=1.0), log)
+    elapsed = time.monotonic() - started
+    assert (code, row.outcome) == (1, Outcome.FAILED)
+    assert "invalid model output" in row.error
+    assert len(server.bodies()) == 2
+    assert any("s left of the tick's budget" in line for line in log), log
+    assert elapsed < 1.5 + 0.5, elapsed

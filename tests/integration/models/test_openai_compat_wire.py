@@ -237,3 +237,28 @@ async def test_json_object_schema_caps_string_bounds_for_the_grammar(server: Ope
     assert sent["required"] == schema["required"]
     assert set(bounds(sent)) == {96}  # $defs too
     assert schema["properties"]["body"]["maxLength"] == 20_000  # the caller's schema is untouched
+
+
+@pytest.mark.parametrize(("llama_cpp", "expected"), [(True, "json_object"), (False, "json_schema")])
+async def test_auto_asks_a_loopback_server_once_whether_it_is_llama_cpp(
+    server: OpenAIServer, llama_cpp: bool, expected: str
+) -> None:
+    """An endpoint with responseFormat unset (``auto``) asks GET /props once: llama.cpp's server gets
+    json_object_schema (the format that measured best there), any other server json_schema."""
+    if llama_cpp:
+        server.act_as_llama_cpp()
+    model = OpenAICompatModel("t", base_url=server.base_url, model=MODEL_ID, response_format="auto")
+    await model.complete(HELLO, json_schema={"type": "object"})
+    await model.complete(HELLO, json_schema={"type": "object"})
+    sent = [body["response_format"]["type"] for body in server.bodies()]
+    assert sent == [expected, expected]
+    assert [r.path for r in server.requests].count("/props") == 1
+    assert model.response_format == ("json_object_schema" if llama_cpp else "json_schema")
+
+
+async def test_auto_never_asks_a_remote_endpoint(server: OpenAIServer) -> None:
+    """A remote endpoint is not probed (no extra round trip per tick): it gets json_schema."""
+    model = OpenAICompatModel("t", base_url=server.base_url, model=MODEL_ID, response_format="auto")
+    model.base_url = "https://api.example.invalid/v1"  # what the choice reads; nothing is sent there
+    assert await model._detect_format() == "json_schema"
+    assert server.requests == []

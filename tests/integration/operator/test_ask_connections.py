@@ -3,17 +3,20 @@ connection (kept for remote endpoints) would outlive that loop, open until garba
 
 from __future__ import annotations
 
+from typing import Any
+
 from tickloop.config import Settings
 from tickloop.models.openai_compat import OpenAICompatModel
 from tickloop.operator.context import ContextPacket
 from tickloop.operator.runner import TickContext
-from tickloop.operator.schemas import ActionIntentOut
+from tickloop.operator.schemas import ActionAnswer, action_schema
 from tickloop.operator.store import open_store
 from tickloop.operator.ticks._ask import ask
 from tickloop.testing import FakeClock
 from tickloop.testing.openai_server import MODEL_ID, OpenAIServer, Reply
 
-INTENT = '{"actionType": "note", "title": "Write the outline", "recipient": "", "body": ""}'
+ANSWER: Any = ActionAnswer
+INTENT = '{"actionType": "note", "title": "Write the outline", "body": ""}'
 
 
 def test_each_call_of_a_tick_closes_its_connection_even_when_the_endpoint_keeps_them() -> None:
@@ -27,7 +30,7 @@ def test_each_call_of_a_tick_closes_its_connection_even_when_the_endpoint_keeps_
         )  # fmt: skip
         packet = ContextPacket(goal={"version": 1, "title": "g", "body": "g"}, tick="fast")
         for _ in range(2):
-            asked = ask(ctx, "fast", packet, ActionIntentOut)
+            asked = ask(ctx, "fast", packet, ANSWER, schema=action_schema())
             assert asked.value is not None, asked.error
             assert server.wait_connections_closed(5.0), f"{server.open_connections} connection(s) left open"
         assert len(server.bodies()) == 2

@@ -165,6 +165,7 @@ def test_the_seeds_dry_pass_is_reproduced_line_for_line(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         check=False,
+        timeout=120,
     )
     assert ran.returncode == 0, ran.stderr
     assert normalise(ran.stderr) == normalise(SEED_PASS)
@@ -278,6 +279,7 @@ def test_the_approve_command_refuses_a_blocked_intent(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         check=False,
+        timeout=120,
     )
     assert ran.returncode == 2
     assert "blocked" in ran.stderr

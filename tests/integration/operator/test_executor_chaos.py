@@ -38,7 +38,9 @@ def _startup_s(url: str) -> float:
     took = []
     for _ in range(2):
         started = time.monotonic()
-        subprocess.run([sys.executable, "-c", code, url], check=True, capture_output=True, env=child_env())
+        subprocess.run(
+            [sys.executable, "-c", code, url], check=True, capture_output=True, env=child_env(), timeout=120
+        )
         took.append(time.monotonic() - started)
     return max(took)
 

@@ -118,7 +118,7 @@ def test_a_gate_stop_of_another_goal_does_not_hold_this_one(clock: FakeClock, se
 def test_nothing_to_do_is_a_noop_row_and_stages_nothing(clock: FakeClock) -> None:
     """A model that answers `none` leaves a noop row with its reason and no intent."""
     store = _store(clock, plan=True)
-    nothing = {"actionType": "none", "title": "idle", "recipient": "", "body": "", "rationale": "all done"}
+    nothing = {"actionType": "none", "rationale": "all done"}
     model = OfflineModel(json_reply=lambda _m, _s: json.dumps(nothing))
     assert _tick(store, clock, model) == 0
     row = store.recent_progress(P, limit=1, tick_kind="fast")[0]

@@ -152,7 +152,7 @@ def test_the_cli_monitor_pings_and_exits_zero(tmp_path: Path, sink: PingSink) ->
     )
     done = subprocess.run(
         [sys.executable, "-m", "tickloop", "operator", "init", "--profile", "p", "--goal", "g"],
-        env=env, capture_output=True, text=True, check=False,
+        env=env, capture_output=True, text=True, check=False, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     done = subprocess.run(

@@ -57,7 +57,7 @@ def _tick_s(pg_url: str, tmp_path: Path) -> float:
     (home / "config.toml").write_text("")
     argv = [sys.executable, "-m", "tickloop", "operator", "tick", "observe", "--profile", "shared"]
     started = time.monotonic()
-    subprocess.run(argv, env=_env(pg_url, home), check=True, capture_output=True)
+    subprocess.run(argv, env=_env(pg_url, home), check=True, capture_output=True, timeout=120)
     return time.monotonic() - started
 
 

@@ -18,7 +18,6 @@ import pytest
 
 from tickloop.config import Settings
 from tickloop.errors import ConfigError
-from tickloop.harness.presence import ChatPresence
 from tickloop.operator.attention import AttentionSettings, Candidate, Check, Kind, VoiceCheck
 from tickloop.operator.conditions import MonitorSettings
 from tickloop.operator.domain import NewProgress, Outcome
@@ -32,6 +31,7 @@ from tickloop.operator.notices import (
     validate_profile_overrides,
 )
 from tickloop.operator.store import Store, open_store
+from tickloop.presence import ChatPresence
 
 NOON = datetime(2026, 7, 7, 12, 0, tzinfo=UTC)
 
@@ -295,6 +295,7 @@ def cli(tmp_path: Path, store_url: str, *args: str) -> subprocess.CompletedProce
         capture_output=True,
         text=True,
         check=False,
+        timeout=120,
     )
 
 

@@ -31,7 +31,12 @@ def cli_env(tmp_path: Path, config: str = "") -> dict[str, str]:
 
 def tickloop(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tickloop", *args], env=env, capture_output=True, text=True, check=False
+        [sys.executable, "-m", "tickloop", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
     )
 
 

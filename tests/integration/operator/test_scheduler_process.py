@@ -25,7 +25,7 @@ def test_sigterm_to_the_scheduler_lets_the_running_tick_write_its_own_row(
         XDG_STATE_HOME=str(tmp_path / "state"),
     )
     init = [sys.executable, "-m", "tickloop", "operator", "init", "--goal", "g"]
-    assert subprocess.run(init, env=env, capture_output=True, check=False).returncode == 0
+    assert subprocess.run(init, env=env, capture_output=True, check=False, timeout=120).returncode == 0
     with subprocess.Popen(
         [sys.executable, "-m", "tickloop", "operator", "run", "--once"],
         env=env,

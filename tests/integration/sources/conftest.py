@@ -136,7 +136,7 @@ def _make_cert(root: Path) -> None:
             "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
         ],
         capture_output=True,
-        check=True,
+        check=True, timeout=120,
     )  # fmt: skip
 
 

@@ -29,7 +29,9 @@ class Repo:
 
     def git(self, *args: str) -> str:
         env = {**os.environ, **GIT_ENV, "HOME": str(self.path.parent)}
-        done = subprocess.run(["git", "-C", str(self.path), *args], capture_output=True, env=env, check=True)
+        done = subprocess.run(
+            ["git", "-C", str(self.path), *args], capture_output=True, env=env, check=True, timeout=120
+        )
         return done.stdout.decode().strip()
 
     def commit(self, subject: str, name: str = "file.txt", content: str | None = None) -> str:

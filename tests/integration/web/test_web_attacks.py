@@ -133,6 +133,33 @@ def test_wrong_login_tokens_are_refused_then_rate_limited_and_a_used_url_fails(
         again.close()
 
 
+def test_the_login_form_refuses_a_post_without_its_pre_session_csrf_token(
+    tmp_path: Path, sqlite_url: str, sink: MailSink, context: BrowserContext, page: Page
+) -> None:
+    """Before any session, /login needs the form's CSRF token and its cookie: a valid login token posted
+    without them (a cross-site login) gets 403 and is not spent, so the real form still logs in with it."""
+    world, _ = staged_world(tmp_path, sqlite_url, sink)
+    with dashboard(world) as web:
+        token = web.login_url.split("token=", 1)[1]
+        form_page = page.request.get(f"{web.base}/login").text()  # sets the pre-session cookie
+        pre = re.search(r'name="csrf" value="([^"]+)"', form_page)
+        assert pre is not None
+        assert context.browser is not None
+        cookieless = context.browser.new_context()
+        attempts = [
+            page.request.post(f"{web.base}/login", form={"token": token}, max_redirects=0),
+            page.request.post(f"{web.base}/login", form={"csrf": "guess", "token": token}, max_redirects=0),
+            cookieless.request.post(
+                f"{web.base}/login", form={"csrf": pre.group(1), "token": token}, max_redirects=0
+            ),
+        ]
+        assert [a.status for a in attempts] == [403, 403, 403]
+        assert all("CSRF" in a.text() for a in attempts)
+        cookieless.close()
+        log_in(page, web)
+        expect(page.locator("main")).not_to_contain_text("wrong, used or expired")
+
+
 def hostile_mail(box: Path) -> None:
     msg = EmailMessage()
     msg["From"] = "Mallory <m@evil.example>"

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tickloop.errors import RecipientError
 from tickloop.notify.address import MAX_SUBJECT_LENGTH, clean_subject, validate_recipient
+from tickloop.notify.smtp import SmtpSettings, prepare
 
 _DANGEROUS = ("\r", "\n", ",", ";")
 _ALPHABET = st.sampled_from(list("person@example.com,;<>\"'()[]\\:=? \r\n\t\x00\u2028\u0085\u200b\u0430"))
@@ -96,3 +99,35 @@ def test_a_cleaned_subject_is_one_line_without_encoded_words(raw: str) -> None:
     assert len(subject.splitlines()) == 1
     assert "=?" not in subject
     assert 0 < len(subject) <= MAX_SUBJECT_LENGTH
+
+
+_CONTROL = st.characters(categories=["Cc", "Cf"])
+_SUBJECT_WITH_CONTROLS = st.lists(st.one_of(_CONTROL, st.characters(categories=["L", "N"])), max_size=60).map(
+    "".join
+)
+_SEEN_CONTROLS = ("\x00", "\x1b", "\u202e", "\u200b", "\ufeff", "\x7f", "\x9b")
+
+
+def _has_control(text: str) -> bool:
+    return any(unicodedata.category(char) in {"Cc", "Cf"} for char in text)
+
+
+@given(_SUBJECT_WITH_CONTROLS)
+@example("Invoice\x00\u202etxt.exe\x1b[2J")
+def test_a_cleaned_subject_carries_no_control_or_format_character(raw: str) -> None:
+    """NUL, ESC, bidi overrides and other Cc/Cf characters never reach the person's mail client."""
+    assert not _has_control(clean_subject(raw))
+
+
+@pytest.mark.parametrize("char", _SEEN_CONTROLS, ids=lambda c: f"U+{ord(c):04X}")
+def test_the_prepared_message_carries_no_control_character_in_its_subject(char: str) -> None:
+    """The message prepare() builds for the wire has the control character in neither header nor bytes."""
+    smtp = SmtpSettings(host="127.0.0.1", security="plain", senders=["op@example.org"])
+    raw = f"Chapter{char}3 {char}[31mdone"
+    prepared = prepare(smtp, sender=None, recipient="ada@example.org", subject=raw, body="hello\n")
+    assert not _has_control(prepared.subject)
+    assert not _has_control(str(prepared.message["Subject"]))
+    wire = prepared.message.as_bytes()
+    header = wire.split(b"\n\n", 1)[0].split(b"\r\n\r\n", 1)[0]
+    assert char.encode("utf-8") not in header
+    assert b"Chapter 3" in header

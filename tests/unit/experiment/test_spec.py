@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tickloop.config import Settings
 from tickloop.errors import ConfigError
 from tickloop.experiment.k8s import indexed_job
 from tickloop.experiment.spec import Shard, parse_spec
@@ -87,12 +89,16 @@ def test_bad_shards_are_refused(text: str) -> None:
 
 def test_k8s_manifest_is_an_indexed_job_over_the_shards() -> None:
     """The generated Job runs N indexed pods, each taking its shard from JOB_COMPLETION_INDEX."""
-    spec = parse_spec(GOOD.encode(), where="s")
-    items = json.loads(indexed_job(spec, image="ghcr.io/me/tickloop:1", shards=5))["items"]
+    spec = parse_spec(GOOD.replace('"other"', '"offline2"').replace('"offline", ', "").encode(), where="s")
+    settings = msgspec.convert(
+        {"model": {"endpoints": {"offline2": {"baseUrl": "http://m:1/v1", "model": "m"}}}}, Settings
+    )
+    manifest = indexed_job(spec, settings, image="ghcr.io/me/tickloop:1", shards=5)
+    items = json.loads(manifest[manifest.index("{") :])["items"]  # JSON after the comment header
     config_map, job = items
-    assert config_map["data"]["spec.toml"] == GOOD
+    assert config_map["data"]["spec.toml"] == spec.source.decode()
     assert (job["spec"]["completionMode"], job["spec"]["completions"]) == ("Indexed", 5)
     command = job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
     assert '--shard "$((JOB_COMPLETION_INDEX + 1))/5"' in command
     with pytest.raises(ConfigError, match="--image"):
-        indexed_job(spec, image="x; rm -rf /", shards=2)
+        indexed_job(spec, settings, image="x; rm -rf /", shards=2)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -62,30 +64,66 @@ def test_rate_limit_refills_over_time_per_client() -> None:
 
 
 def test_token_is_kept_as_a_hash_and_checked(tmp_path: Path) -> None:
-    """issue() returns a token once; only its hash is stored 0600; check() accepts it and nothing else."""
+    """issue() returns a token once; only its hash is stored 0600; the keyring knows it and nothing else."""
     path = tmp_path / "state" / tokens.FILE_NAME
+    keyring = tokens.Keyring(path)
     token = tokens.issue(path)
-    stored = tokens.stored(path)
-    assert stored is not None
     assert token not in path.read_text(encoding="utf-8")
     assert path.stat().st_mode & 0o777 == 0o600
-    assert tokens.check(token, stored)
-    assert not tokens.check(token + "x", stored)
-    assert not tokens.check("", stored)
+    assert keyring.who(token) == "default"
+    assert keyring.who(token + "x") is None
+    assert keyring.who("") is None
     with pytest.raises(ValidationError, match="shown only once"):
         tokens.issue(path)
     rotated = tokens.issue(path, rotate=True)
-    after = tokens.stored(path)
-    assert after is not None
-    assert tokens.check(rotated, after)
-    assert not tokens.check(token, after)  # the old token stops working
+    assert keyring.who(rotated) == "default"
+    assert keyring.who(token) is None  # the old token stops working, read from the file again
     assert path.stat().st_mode & 0o777 == 0o600
 
 
+def test_named_tokens_are_listed_and_revoked_one_by_one(tmp_path: Path) -> None:
+    """Each agent's token has its name; revoking one leaves the others working."""
+    path = tmp_path / tokens.FILE_NAME
+    keyring = tokens.Keyring(path)
+    claude, cursor = tokens.issue(path, name="claude-desktop"), tokens.issue(path, name="cursor")
+    assert [name for name, _ in tokens.listing(path)] == ["claude-desktop", "cursor"]
+    assert (keyring.who(claude), keyring.who(cursor)) == ("claude-desktop", "cursor")
+    tokens.revoke(path, "claude-desktop")
+    assert (keyring.who(claude), keyring.who(cursor)) == (None, "cursor")
+    with pytest.raises(ValidationError, match="no MCP token is named 'claude-desktop'"):
+        tokens.revoke(path, "claude-desktop")
+
+
+def test_the_first_versions_single_token_file_still_works(tmp_path: Path) -> None:
+    """A token file written before named tokens reads as the token `default`."""
+    path = tmp_path / tokens.FILE_NAME
+    path.write_text(json.dumps({"hash": tokens.digest("old-token"), "issued": "2026-01-01"}))
+    path.chmod(0o600)
+    assert tokens.Keyring(path).who("old-token") == "default"
+    assert tokens.listing(path) == [("default", "2026-01-01")]
+
+
+@pytest.mark.parametrize("name", ["", "Claude", "a b", "-x", "x" * 65, "名前", "a/b", "a\x1b"])
+def test_hostile_token_names_are_refused(tmp_path: Path, name: str) -> None:
+    """A token name that could not be shown or stored safely is refused, naming --name; nothing is written."""
+    path = tmp_path / tokens.FILE_NAME
+    with pytest.raises(ValidationError, match="--name"):
+        tokens.issue(path, name=name)
+    assert not path.exists()
+
+
+@pytest.fixture(scope="module")
+def one_token(tmp_path_factory: pytest.TempPathFactory) -> tuple[tokens.Keyring, str]:
+    """A token file holding one issued token, and that token."""
+    path = tmp_path_factory.mktemp("tokens") / tokens.FILE_NAME
+    return tokens.Keyring(path), tokens.issue(path)
+
+
 @given(st.text(max_size=64))
-def test_no_other_text_passes_the_token_check(guess: str) -> None:
-    """Whatever is presented, only the issued token's hash matches."""
-    assert not tokens.check(guess, tokens.digest("the-real-token-" + "x" * 40))
+def test_no_other_text_passes_the_token_check(one_token: tuple[tokens.Keyring, str], guess: str) -> None:
+    """Whatever is presented, only the issued token matches."""
+    keyring, token = one_token
+    assert (keyring.who(guess) is None) is (guess != token)
 
 
 @pytest.mark.parametrize(
@@ -146,3 +184,25 @@ def test_the_deciding_rule_is_the_first_reason_asking_for_the_verdict(
 ) -> None:
     """explain_intent names the rule whose verdict the intent got, not a note like the origin."""
     assert deciding_rule(verdict, reasons) == rule
+
+
+async def test_accepted_connections_have_tcp_nodelay() -> None:
+    """The listening socket says TCP, so asyncio sets TCP_NODELAY on each connection: no answer
+    waits ~40 ms for the client's delayed ACK (Nagle's algorithm)."""
+    sock = http.bind(http.Options(port=0))
+    seen: list[int] = []
+
+    async def accepted(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = writer.get_extra_info("socket")
+        seen.append(conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+        writer.close()
+
+    server = await asyncio.start_server(accepted, sock=sock)
+    async with server:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(*sock.getsockname()[:2]), timeout=10)
+        for _ in range(200):
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        writer.close()
+    assert seen == [1]

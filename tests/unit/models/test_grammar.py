@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any
 
@@ -15,6 +16,7 @@ from tickloop.models.grammar import GRAMMAR_MAX_LENGTH, grammar_schema, string_p
 from tickloop.models.structured import schema_for
 from tickloop.operator.handlers import HANDLERS
 from tickloop.operator.schemas import (
+    ANSWER_TYPES,
     NOT_PROPOSABLE,
     NOTHING_TO_DO,
     RECIPIENT_PATTERN,
@@ -22,6 +24,8 @@ from tickloop.operator.schemas import (
     ConsolidationOut,
     CritiqueOut,
     ReviewOut,
+    action_schema,
+    review_schema,
 )
 
 
@@ -41,9 +45,22 @@ def test_an_optional_bounded_number_is_left_out_and_the_callers_schema_is_untouc
 
 def test_a_small_integer_range_becomes_the_enum_of_its_values() -> None:
     """A priority 0..100 becomes the 101 values the grammar can enforce exactly."""
-    narrowed = grammar_schema(schema_for(ReviewOut))
-    values = narrowed["properties"]["priorities"]["additionalProperties"]
-    assert values == {"enum": list(range(101))}
+    narrowed = grammar_schema(review_schema([3, 5]))
+    item = narrowed["properties"]["priorities"]["items"]["properties"]
+    assert item["priority"] == {"enum": list(range(101))}
+    assert item["taskId"] == {"enum": [3, 5]}
+
+
+def test_the_fast_schema_keeps_one_member_per_action_type_under_the_grammar() -> None:
+    """Narrowed for llama-cpp-python, the action schema is still oneOf the types, each with only its own
+    fields (a note has no amount, vendor or recipient), strings capped, a spend's amount required."""
+    narrowed = grammar_schema(action_schema())
+    members = {m["properties"]["actionType"]["enum"][0]: m for m in narrowed["oneOf"]}
+    assert set(members) == set(ANSWER_TYPES)
+    assert set(members["note"]["properties"]) == {"actionType", "title", "body", "rationale"}
+    assert members["spend"]["required"] == ["actionType", "title", "vendor", "amount"]
+    assert members["email"]["properties"]["body"]["maxLength"] == GRAMMAR_MAX_LENGTH
+    assert "$ref" not in json.dumps(narrowed)
 
 
 def test_a_required_bounded_number_keeps_its_bounds() -> None:

@@ -10,7 +10,8 @@ import pytest
 
 from tickloop.config import Settings, load_settings
 from tickloop.errors import ConfigError
-from tickloop.models import OfflineModel, OpenAICompatModel, get_model, known_models
+from tickloop.models import ChatMessage, OfflineModel, OpenAICompatModel, get_model, known_models
+from tickloop.testing.openai_server import OpenAIServer, Reply
 
 KEY = "sk-deepseek-0123456789SECRET"
 
@@ -50,7 +51,8 @@ def test_local_points_at_the_llama_cpp_server_without_a_key() -> None:
 
 def test_local_asks_for_structure_in_the_form_llama_cpp_python_compiles_to_a_grammar(tmp_path: Path) -> None:
     """`local` sends schemas as json_object_schema, also when [model.endpoints.local] moves it without
-    saying otherwise; any other endpoint defaults to the standard json_schema."""
+    saying otherwise; any other endpoint picks on its first call (``auto``: a llama.cpp server on
+    loopback gets json_object_schema, everything else json_schema)."""
     moved = settings_from(
         tmp_path,
         '[model.endpoints.local]\nbaseUrl = "http://127.0.0.1:9000/v1"\nmodel = "smollm2"\n'
@@ -59,7 +61,7 @@ def test_local_asks_for_structure_in_the_form_llama_cpp_python_compiles_to_a_gra
     for settings, name, expected in [
         (load_settings({}), "local", "json_object_schema"),
         (moved, "local", "json_object_schema"),
-        (moved, "other", "json_schema"),
+        (moved, "other", "auto"),
     ]:
         model = get_model(name, settings, {})
         assert isinstance(model, OpenAICompatModel)
@@ -86,12 +88,20 @@ def test_an_endpoint_from_toml_gets_its_key_from_the_environment(tmp_path: Path)
     assert KEY not in repr(model)
 
 
-def test_a_key_can_come_from_the_env_file(tmp_path: Path) -> None:
-    """The key may live in the env file named by envFile instead of the environment."""
+async def test_a_key_can_come_from_the_env_file(tmp_path: Path) -> None:
+    """The key may live in the env file named by envFile instead of the environment: the request the
+    provider sends carries exactly that key."""
     env_file = tmp_path / "secrets.env"
     env_file.write_text(f"DEEPSEEK_API_KEY={KEY}\n", encoding="utf-8")
-    settings = settings_from(tmp_path, f'envFile = "{env_file}"\n{DEEPSEEK}')
-    assert isinstance(get_model("deepseek", settings, {}), OpenAICompatModel)
+    with OpenAIServer(default=Reply.text("hi")) as server:
+        config = DEEPSEEK.replace("https://api.deepseek.com/v1", server.base_url)
+        settings = settings_from(tmp_path, f'envFile = "{env_file}"\n{config}')
+        model = get_model("deepseek", settings, {})
+        assert isinstance(model, OpenAICompatModel)
+        await model.complete([ChatMessage("user", "hello")])
+        await model.aclose()
+        [request] = server.requests
+    assert request.headers["authorization"] == f"Bearer {KEY}"
 
 
 def test_a_missing_key_names_the_variable_not_a_value(tmp_path: Path) -> None:
@@ -206,5 +216,7 @@ def test_the_offline_path_never_imports_the_openai_sdk() -> None:
         "s = load_settings({}); m.get_model('offline', s, {}); m.get_model('local', s, {}); "
         "print('LOADED', 'openai' in sys.modules, 'httpx2' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
     assert "LOADED False False" in out

@@ -229,3 +229,26 @@ def test_tainted_recovery_stays_silent() -> None:
     """Exemption from the budget is not exemption from the untrusted-content rule."""
     candidate = Candidate(Kind.RECOVERY, "recovered", score=1.0, tainted=True)
     assert screen(candidate, now=NOON, settings=DEFAULTS).check is Check.UNTRUSTED
+
+
+@pytest.mark.parametrize(
+    ("score", "check"),
+    [
+        (0.8, Check.BUDGET),  # exactly tau*: not below it, so the candidate goes on to the budget
+        (0.8 - 1e-9, Check.BELOW_THRESHOLD),
+        (float.fromhex("0x1.9999999999999p-1"), Check.BELOW_THRESHOLD),  # the float just under 0.8
+        (0.8 + 1e-9, Check.BUDGET),
+    ],
+)
+def test_a_score_of_exactly_tau_star_passes_the_threshold(score: float, check: Check) -> None:
+    """The seed silences what is *below* the threshold: a score equal to tau* (0.8) passes; anything under it
+    is silenced. With the shipped 4 : 1 knobs tau* is exactly the float 0.8."""
+    assert DEFAULTS.threshold == 0.8
+    assert screen(Candidate(Kind.NOTICE, "x", score=score), now=NOON, settings=DEFAULTS).check is check
+
+
+def test_the_voice_threshold_also_passes_at_exactly_its_value() -> None:
+    """The voice arbiter's raised threshold is inclusive too: a score equal to it may speak."""
+    assert voice_arbiter(0.8, sent_today=0, live_conversation=False, settings=DEFAULTS) is VoiceCheck.SPEAK
+    below = voice_arbiter(0.8 - 1e-9, sent_today=0, live_conversation=False, settings=DEFAULTS)
+    assert below is VoiceCheck.VOICE_THRESHOLD

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 import pytest
 
 from tickloop.models.base import ChatMessage
 from tickloop.operator.context import ContextPacket, estimated_tokens, read_packet, user_message
 from tickloop.operator.offline import answer
-from tickloop.operator.schemas import ActionIntentOut, ConsolidationOut, CritiqueOut, ReviewOut, json_schema
+from tickloop.operator.schemas import (
+    ActionAnswer,
+    ActionIntentOut,
+    ConsolidationOut,
+    CritiqueOut,
+    ReviewOut,
+    action_schema,
+    json_schema,
+    to_intent,
+)
 
 GOAL = {"version": 1, "title": "Ship the thesis", "body": "Finish chapter 3 by Friday."}
 BOARD = [
@@ -50,6 +61,12 @@ def test_packet_keeps_the_newest_entries_and_cuts_long_strings() -> None:
 
 
 def ask(kind: type[msgspec.Struct], packet: ContextPacket) -> msgspec.Struct:
+    """The offline answer for ``kind``'s schema, decoded as the tick decodes it (a fast answer by its
+    ``actionType``, then flattened)."""
+    if kind is ActionIntentOut:
+        raw = answer([ChatMessage("system", "s"), ChatMessage("user", user_message(packet))], action_schema())
+        union: Any = ActionAnswer
+        return to_intent(msgspec.json.decode(raw, type=union))
     raw = answer([ChatMessage("system", "s"), ChatMessage("user", user_message(packet))], json_schema(kind))
     return msgspec.json.decode(raw, type=kind)
 

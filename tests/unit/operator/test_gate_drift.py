@@ -32,6 +32,9 @@ B = Verdict.BLOCKED
         (Proposal("spend", Tier.SPEND), GateSettings(allow=["spend"]), R, ["gate.money"]),
         # A reversible type can still be gated by money: the tier never overrides the verdict.
         (Proposal("note", Tier.REVERSIBLE, payload={"amount": 12.5}), DEFAULT, R, ["gate.money"]),
+        # any positive amount is money, however small (a cent, exactly one unit)
+        (Proposal("note", Tier.REVERSIBLE, payload={"amount": 0.01}), DEFAULT, R, ["gate.money"]),
+        (Proposal("note", Tier.REVERSIBLE, payload={"amount": 1}), DEFAULT, R, ["gate.money"]),
         (Proposal("note", Tier.REVERSIBLE, payload={"amount": True}), DEFAULT, A, ["gate.allowed"]),
         (Proposal("workspace_task", Tier.REVERSIBLE), DEFAULT, R, ["gate.external_or_irreversible"]),
         (

@@ -38,6 +38,7 @@ def systemd_next(calendar: str, n: int) -> list[datetime]:
         text=True,
         check=True,
         env={"TZ": "UTC", "PATH": "/usr/bin:/bin"},
+        timeout=120,
     ).stdout
     stamps = re.findall(r"(?:Next elapse|Iter\. #\d+): \w+ (\S+ \S+) UTC", out)
     return [datetime.fromisoformat(s).replace(tzinfo=UTC) for s in stamps]
@@ -88,6 +89,7 @@ def test_generated_units_pass_systemd_analyze_verify(tmp_path: Path) -> None:
             capture_output=True,
             text=True,
             check=False,
+            timeout=120,
         )
 
     assert verify(bad).returncode != 0

@@ -125,7 +125,9 @@ def test_sqlite_store_does_not_import_psycopg(tmp_path: Path) -> None:
         "import sys; from tickloop.operator.store import open_store; "
         f"open_store('sqlite://{tmp_path / 's.db'}').close(); print('psycopg' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    ).stdout
     assert out.strip() == "False"
 
 

@@ -31,7 +31,9 @@ def _draft(action_type: str, origin: str = staging.ORIGIN_CLI, **kw: object) -> 
     ("action_type", "origin", "allow", "status", "tier"),
     [
         ("note", staging.ORIGIN_CLI, [], IntentStatus.READY, Tier.REVERSIBLE),
-        ("note", staging.ORIGIN_MCP, [], IntentStatus.READY, Tier.REVERSIBLE),
+        # Another agent's reversible intent waits for the person too, unless [mcp] autoAllow names it.
+        ("note", staging.ORIGIN_MCP, [], IntentStatus.REQUIRES_APPROVAL, Tier.REVERSIBLE),
+        ("note", "mcp:claude-desktop", [], IntentStatus.REQUIRES_APPROVAL, Tier.REVERSIBLE),
         ("email", staging.ORIGIN_CLI, [], IntentStatus.REQUIRES_APPROVAL, Tier.EXTERNAL),
         ("email", staging.ORIGIN_CLI, ["email"], IntentStatus.READY, Tier.EXTERNAL),
         # Another agent's intent is untrusted in origin: the profile rule does not auto-allow it.
@@ -57,6 +59,40 @@ def test_an_mcp_intent_says_why_it_was_not_auto_allowed(store: Store) -> None:
     )
     assert made.origin.tainted
     assert any(r.startswith("gate.untrusted_origin") for r in made.verdict_reasons)
+
+
+@pytest.mark.parametrize(
+    ("action_type", "auto_allow", "status"),
+    [
+        ("note", {"note"}, IntentStatus.READY),
+        ("note", {"wiki_write"}, IntentStatus.REQUIRES_APPROVAL),
+        ("wiki_write", {"note", "wiki_write"}, IntentStatus.READY),
+        # autoAllow never lifts the gate's own verdict: an email still needs the person.
+        ("email", {"email"}, IntentStatus.REQUIRES_APPROVAL),
+    ],
+)
+def test_mcp_auto_allow_opts_named_reversible_types_in(
+    store: Store, action_type: str, auto_allow: set[str], status: IntentStatus
+) -> None:
+    """[mcp] autoAllow lets an MCP intent of a named reversible type be ready without the person."""
+    made, stamp = staging.stage(
+        store, P, _draft(action_type, "mcp:cursor"), GateSettings(), now=NOW, auto_allow=frozenset(auto_allow)
+    )
+    assert made.status is status
+    assert made.origin.tick_kind == "mcp:cursor"
+    waits = [r for r in stamp.reasons if r.startswith("mcp.waits_for_person")]
+    assert bool(waits) is (action_type not in auto_allow)
+
+
+def test_a_tainted_allowed_intent_is_not_called_untainted(store: Store) -> None:
+    """The reasons shown for an intent never say both "untainted" and "judged as tainted"."""
+    made, _ = staging.stage(
+        store, P, _draft("note", staging.ORIGIN_MCP), GateSettings(), now=NOW, auto_allow=frozenset({"note"})
+    )
+    text = " ".join(made.verdict_reasons)
+    assert "judged as tainted" in text
+    assert "untainted" not in text
+    assert made.verdict_reasons[0] == "gate.allowed: reversible"
 
 
 def test_a_preset_verdict_is_recorded_instead_of_the_gates(store: Store) -> None:

@@ -32,12 +32,13 @@ from tickloop.operator.domain import (
 )
 from tickloop.operator.offline import answer
 from tickloop.operator.runner import TickContext, TickResult, run_tick
-from tickloop.operator.schemas import NOTHING_TO_DO, ActionIntentOut, check_intent
+from tickloop.operator.schemas import NOTHING_TO_DO, ActionAnswer, check_intent, to_intent
 from tickloop.operator.store import Store, open_store
 from tickloop.operator.ticks import consolidate, fast
 from tickloop.testing import FakeClock
 
 P = "default"
+ANSWER: Any = ActionAnswer
 Reply = Callable[[Sequence[ChatMessage], Mapping[str, Any]], str]
 
 
@@ -179,12 +180,20 @@ MALFORMED = [
     pytest.param(
         '{"actionType": "wire_transfer", "title": "w", "recipient": "", "body": ""}', id="no-handler"
     ),
-    pytest.param('{"actionType": "note", "title": "x", "body": ""}', id="missing-recipient"),
+    pytest.param('{"actionType": "email", "title": "x", "body": "b"}', id="email-missing-recipient"),
+    pytest.param('{"actionType": "note", "title": "x", "body": "", "amount": 1.0}', id="note-with-amount"),
+    pytest.param(
+        '{"actionType": "note", "title": "x", "body": "", "recipient": "a@b.example"}', id="note-to-someone"
+    ),
+    pytest.param('{"actionType": "note", "title": "x", "body": "", "vendor": "Shop"}', id="note-with-vendor"),
+    pytest.param('{"actionType": "none", "title": "x"}', id="none-without-rationale"),
     pytest.param('{"actionType": "email", "title": "x", "recipient": "", "body": "b"}', id="email-nobody"),
     pytest.param(
         '{"actionType": "email", "title": "x", "recipient": "a@b.c, d@e.f", "body": ""}', id="two-to"
     ),
-    pytest.param('{"actionType": "spend", "title": "x", "recipient": "", "body": ""}', id="spend-no-amount"),
+    pytest.param('{"actionType": "spend", "title": "x", "vendor": "Shop"}', id="spend-no-amount"),
+    pytest.param('{"actionType": "note", "title": "' + "x" * 129 + '", "body": ""}', id="title-too-long"),
+    pytest.param('{"actionType": "note", "title": "x", "body": "' + "b" * 481 + '"}', id="body-too-long"),
 ]
 
 
@@ -196,6 +205,7 @@ def test_fast_malformed_model_output_fails_closed(clock: FakeClock, reply: str) 
     row = last_row(store)
     assert (code, row.outcome) == (1, Outcome.FAILED)
     assert "invalid model output" in row.error
+    assert "tickloop.operator" not in row.error  # the answer's schema is named, not a Python union
     assert "prompt=sha256:" in row.detail
     assert store.list_intents(P) == []
 
@@ -208,6 +218,15 @@ def test_fast_model_error_fails_closed(clock: FakeClock) -> None:
     assert (code, last_row(store).outcome) == (1, Outcome.FAILED)
     assert "model call failed" in last_row(store).error
     assert store.list_intents(P) == []
+
+
+def test_a_failed_model_call_is_not_followed_by_a_critique(clock: FakeClock) -> None:
+    """With no answer to critique (the provider failed), the tick asks nothing more and stores none."""
+    store = make_store(clock)
+    model = OfflineModel(fail_on_call=frozenset({1}))
+    tick(store, clock, "fast", model)
+    assert len(model.calls) == 1  # the failed action call; no critique call after it
+    assert store.recent_critiques(P, goal_version(store)) == []
 
 
 JSON = st.recursive(
@@ -242,7 +261,7 @@ def test_fast_fuzzed_hostile_outputs_never_stage_an_intent(reply: str) -> None:
     clock = FakeClock()
     store = make_store(clock)
     try:
-        nothing = check_intent(decode_structured(reply, ActionIntentOut)).action_type == NOTHING_TO_DO
+        nothing = check_intent(to_intent(decode_structured(reply, ANSWER))).action_type == NOTHING_TO_DO
         valid = True
     except ValidationError:
         valid = nothing = False
@@ -294,9 +313,20 @@ def test_fast_kernel_sanctioned_retry_is_exempt_from_the_drift_guard(clock: Fake
     assert last_row(store).outcome is Outcome.STAGED
 
 
+#: the fields each action type requires besides its title, empty unless a test gives them
+_REQUIRED: dict[str, dict[str, object]] = {
+    "email": {"recipient": "", "body": ""},
+    "message": {"recipient": "", "body": ""},
+    "draft_prep": {"recipient": "", "body": ""},
+    "note": {"body": ""},
+    "wiki_write": {"body": ""},
+    "spend": {"vendor": "Shop", "amount": 1.0},
+}
+
+
 def action(kind: str, title: str, **fields: object) -> dict[str, object]:
-    """A fast answer with every required field (recipient and body empty unless given)."""
-    return {"actionType": kind, "title": title, "recipient": "", "body": "", **fields}
+    """A fast answer of ``kind`` with every field its type requires (empty unless given)."""
+    return {"actionType": kind, "title": title, **_REQUIRED.get(kind, {}), **fields}
 
 
 EMAIL = action("email", "Send the report", recipient="advisor@uni.example")
@@ -310,9 +340,7 @@ GATE_TABLE = [
      "gate.tainted_external"),
     (action("spend", "Buy", amount=12.5, vendor="Shop"),
      {"gate": {"allow": ["spend"]}}, False, Outcome.GATE_STOP, IntentStatus.REQUIRES_APPROVAL, "gate.money"),
-    (action("note", "n", amount=3), {}, False, Outcome.GATE_STOP,
-     IntentStatus.REQUIRES_APPROVAL, "gate.money"),
-    ({**action("note", "n"), "actionType": "message"}, {"gate": {"block": ["message"]}}, False,
+    (action("message", "n"), {"gate": {"block": ["message"]}}, False,
      Outcome.GATE_STOP, IntentStatus.BLOCKED, "gate.block_list"),
 ]  # fmt: skip
 
@@ -447,29 +475,74 @@ def test_slow_reconciles_a_blocked_task_step_to_blocked_never_done(clock: FakeCl
     assert (behind.topic, "Ask advisor" in behind.text) == ("slow.behind", True)
 
 
-def test_slow_applies_priorities_and_drops_steps_for_unknown_or_closed_tasks(clock: FakeClock) -> None:
-    """Model priorities reach the board; a plan step naming a missing or blocked task is dropped."""
+def test_slow_applies_priorities_and_the_plan_and_offers_drift(clock: FakeClock) -> None:
+    """Model priorities reach the board, the plan replaces the old one in order, drift is offered."""
     store = make_store(clock)
     a = store.add_task(P, "A", priority=1, now=clock.now())
     b = store.add_task(P, "B", priority=2, now=clock.now())
     store.set_task_status(P, b.id, TaskStatus.BLOCKED, now=clock.now())
     review = {
-        "priorities": {str(a.id): 90, "999": 5, "²": 1},
-        "plan": [{"title": "do A", "taskId": a.id}, {"title": "ghost", "taskId": 999},
-                 {"title": "B", "taskId": b.id}, {"title": "think", "taskId": None}],
+        "priorities": [{"taskId": a.id, "priority": 90}],
+        "plan": [{"title": "do A", "taskId": a.id}, {"title": "think", "taskId": None}],
         "drift": ["Reading unrelated papers"],
         "behind": [],
-    }  # fmt: skip
+    }
     tick(store, clock, "slow", offline(lambda _m, _s: json.dumps(review)))
     assert store.get_task(P, a.id).priority == 90
     assert [(s.title, s.task_id) for s in store.list_plan(P, 1)] == [("do A", a.id), ("think", None)]
-    assert "dropped_steps=2" in last_row(store).detail
     assert [c.topic for c in candidates.pending(store, P)] == ["slow.drift"]
 
 
+def test_slow_sends_the_open_task_ids_as_enums(clock: FakeClock) -> None:
+    """The schema the reviewer is sent lets priorities and plan steps name only the board's open tasks."""
+    store = make_store(clock)
+    a = store.add_task(P, "A", now=clock.now())
+    b = store.add_task(P, "B", now=clock.now())
+    store.set_task_status(P, b.id, TaskStatus.BLOCKED, now=clock.now())
+    sent: list[Mapping[str, Any]] = []
+    tick(store, clock, "slow", offline(lambda m, schema: sent.append(schema) or answer(m, schema)))
+    properties = sent[0]["properties"]
+    assert properties["priorities"]["items"]["properties"]["taskId"] == {"enum": [a.id]}
+    assert properties["priorities"]["maxItems"] == 1
+    assert properties["plan"]["items"]["properties"]["taskId"] == {
+        "anyOf": [{"enum": [a.id]}, {"type": "null"}]
+    }
+    assert last_row(store).outcome is Outcome.DONE
+
+
 @pytest.mark.parametrize(
-    "plan", [[], [{"title": "ghost", "taskId": 999}]], ids=["no-plan", "only-unusable-steps"]
+    ("priorities", "plan", "said"),
+    [
+        ([{"taskId": 999, "priority": 5}], [], "priorities names task 999"),
+        ([], [{"title": "ghost", "taskId": 999}], "names task 999, not an open task"),
+        ([], [{"title": "B", "taskId": "BLOCKED"}], "names task"),
+        ([{"taskId": "A", "priority": 5}, {"taskId": "A", "priority": 6}], [], "twice"),
+    ],
+    ids=["unknown-priority", "unknown-step", "blocked-step", "duplicate"],
 )
+def test_slow_review_naming_a_task_outside_the_enum_fails_and_changes_nothing(
+    clock: FakeClock, priorities: list[dict[str, Any]], plan: list[dict[str, Any]], said: str
+) -> None:
+    """A priority or step naming a task that is not open (unknown, blocked) or a task twice fails closed."""
+    store = make_store(clock)
+    a = store.add_task(P, "A", priority=1, now=clock.now())
+    b = store.add_task(P, "B", priority=2, now=clock.now())
+    store.set_task_status(P, b.id, TaskStatus.BLOCKED, now=clock.now())
+    ids = {"A": a.id, "BLOCKED": b.id}
+    fix = [{**p, "taskId": ids.get(p["taskId"], p["taskId"])} for p in priorities]
+    steps = [{**s, "taskId": ids.get(s["taskId"], s["taskId"])} for s in plan] or [
+        {"title": "a", "taskId": a.id}
+    ]
+    review = {"priorities": fix, "plan": steps, "drift": [], "behind": []}
+    code = tick(store, clock, "slow", offline(lambda _m, _s: json.dumps(review)))
+    row = last_row(store)
+    assert (code, row.outcome) == (1, Outcome.FAILED)
+    assert said in row.error
+    assert store.get_task(P, a.id).priority == 1
+    assert store.list_plan(P, 1) == []
+
+
+@pytest.mark.parametrize("plan", [[]], ids=["no-plan"])
 def test_slow_review_without_a_plan_for_open_tasks_fails_and_changes_nothing(
     clock: FakeClock, plan: list[dict[str, object]]
 ) -> None:
@@ -477,7 +550,7 @@ def test_slow_review_without_a_plan_for_open_tasks_fails_and_changes_nothing(
     store = make_store(clock)
     a = store.add_task(P, "A", priority=1, now=clock.now())
     store.add_task(P, "B", priority=2, now=clock.now())
-    review = {"priorities": {str(a.id): 90}, "plan": plan, "drift": [], "behind": []}
+    review = {"priorities": [{"taskId": a.id, "priority": 90}], "plan": plan, "drift": [], "behind": []}
     code = tick(store, clock, "slow", offline(lambda _m, _s: json.dumps(review)))
     row = last_row(store)
     assert (code, row.outcome) == (1, Outcome.FAILED)
@@ -491,7 +564,7 @@ def test_slow_review_may_leave_the_plan_empty_when_no_task_is_open(clock: FakeCl
     store = make_store(clock)
     done = store.add_task(P, "A", priority=1, now=clock.now())
     store.set_task_status(P, done.id, TaskStatus.DONE, now=clock.now())
-    review = {"priorities": {}, "plan": [], "drift": [], "behind": []}
+    review: dict[str, list[Any]] = {"priorities": [], "plan": [], "drift": [], "behind": []}
     tick(store, clock, "slow", offline(lambda _m, _s: json.dumps(review)))
     assert last_row(store).outcome is Outcome.DONE
 
@@ -500,7 +573,7 @@ def test_slow_review_may_leave_the_plan_empty_when_no_task_is_open(clock: FakeCl
 def test_slow_review_missing_a_field_fails_closed(clock: FakeClock, missing: str) -> None:
     """Every field of the review is required: one left out is invalid output, never an empty default."""
     store = make_store(clock)
-    review = {"priorities": {}, "plan": [], "drift": [], "behind": []}
+    review: dict[str, list[Any]] = {"priorities": [], "plan": [], "drift": [], "behind": []}
     del review[missing]
     tick(store, clock, "slow", offline(lambda _m, _s: json.dumps(review)))
     assert last_row(store).outcome is Outcome.FAILED

@@ -138,6 +138,7 @@ def open_toolbox(settings: ToolsSettings) -> Toolbox:
                     env=s.env,
                     start_timeout_s=s.start_timeout_s,
                     call_timeout_s=s.call_timeout_s,
+                    root=Path(settings.workspace.root).expanduser(),
                 )
             )
             for name, s in sorted(settings.mcp.items())

@@ -15,6 +15,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -28,6 +29,11 @@ DEFAULT_RESULT_CAP = 16_000
 ARGS_CAP = 4_000
 
 
+#: ``(progress, total, message)`` -> None: where the running call's progress goes (set by ``Toolbox.run``)
+Progress = Callable[[float, float | None, str], None]
+CALL_PROGRESS: ContextVar[Progress | None] = ContextVar("tickloop_call_progress", default=None)
+
+
 class CallStatus(StrEnum):
     """How one tool call ended."""
 
@@ -39,6 +45,11 @@ class CallStatus(StrEnum):
 
 class ToolError(Exception):
     """A tool's own failure, with the message the model should read."""
+
+
+class OutcomeUnknownError(ToolError):
+    """A call cut off before its answer (its server crashed, or no answer in time): whether it took
+    effect is not known. Recorded as outcome ``unknown``, like an interrupted call; never re-run."""
 
 
 class Tool(Protocol):
@@ -142,30 +153,50 @@ class Toolbox:
     def __bool__(self) -> bool:
         return bool(self.providers)
 
-    async def run(self, call: ToolCall) -> CallResult:
-        """Run one call. Never raises but for cancellation."""
+    async def run(self, call: ToolCall, *, progress: Progress | None = None) -> CallResult:
+        """Run one call (``progress`` hears what it reports while it runs). Never raises but for
+        cancellation."""
         started = time.monotonic()
-        status, text = await self._attempt(call)
+        token = CALL_PROGRESS.set(progress)
+        try:
+            status, text = await self._attempt(call)
+        finally:
+            CALL_PROGRESS.reset(token)
         elapsed = int((time.monotonic() - started) * 1000)
         return CallResult(call, status, cap(text, self.result_cap), elapsed, digest(text), len(text))
 
     async def _attempt(self, call: ToolCall) -> tuple[CallStatus, str]:
         tool = self._by_name().get(call.name)
-        if tool is None:
-            known = ", ".join(sorted(self._by_name())) or "none"
-            return CallStatus.ERROR, f"error: unknown tool {call.name[:80]!r}; the tools are: {known}"
-        try:
-            arguments = json.loads(call.arguments or "{}")
-        except ValueError as exc:
-            return CallStatus.ERROR, f"error: the arguments of {call.name} are not valid JSON ({exc})"
-        if not isinstance(arguments, dict):
-            return CallStatus.ERROR, f"error: the arguments of {call.name} must be a JSON object"
+        arguments = _arguments(call) if tool is not None else self._missing(call.name)
+        if isinstance(arguments, str):
+            return CallStatus.ERROR, arguments
+        assert tool is not None
         try:
             return CallStatus.OK, await tool(arguments)
+        except OutcomeUnknownError as exc:
+            return CallStatus.UNKNOWN, unknown_result(call, 0, str(exc)).text
         except ToolError as exc:
             return CallStatus.ERROR, f"error: {exc}"
         except Exception as exc:  # noqa: BLE001  (a raising tool is an error result, never a crashed turn)
             return CallStatus.ERROR, f"error: {call.name} failed: {type(exc).__name__}: {exc}"
+
+    def _missing(self, name: str) -> str:
+        down = self._down(name)
+        if down is not None:
+            return f"error: {down}"
+        known = ", ".join(sorted(self._by_name())) or "none"
+        return f"error: unknown tool {name[:80]!r}; the tools are: {known}"
+
+    def _down(self, name: str) -> str | None:
+        """Why ``name`` cannot be called when it is a tool of a provider that is not available."""
+        for provider in self.providers:
+            failure = getattr(provider, "failure", None)
+            prefix = getattr(provider, "prefix", f"{provider.name}__")
+            if failure is not None and name.startswith(prefix):
+                return (
+                    f"MCP server {provider.name} is not available ({failure}); {name[:80]!r} cannot be called"
+                )
+        return None
 
     async def start(self, notice: Callable[[str], None]) -> None:
         """Start every provider at once (MCP servers start concurrently)."""
@@ -174,6 +205,17 @@ class Toolbox:
     async def aclose(self) -> None:
         for provider in self.providers:
             await provider.aclose()
+
+
+def _arguments(call: ToolCall) -> dict[str, Any] | str:
+    """The call's arguments as a JSON object, or the error the model reads."""
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except ValueError as exc:
+        return f"error: the arguments of {call.name} are not valid JSON ({exc})"
+    if not isinstance(arguments, dict):
+        return f"error: the arguments of {call.name} must be a JSON object"
+    return arguments
 
 
 class ToolSet:

@@ -10,8 +10,15 @@ A stdio server is stopped as the SDK does it (stdin closed, then its process gro
 has not exited), and then whatever is left of its process group is terminated too: a grandchild
 that ignores its stdin does not outlive the chat.
 
-The model sees each tool as ``SERVER__tool``. A server that fails to start, or dies mid-session,
-produces a notice; the chat stays usable, and a call to one of its tools gets an error result.
+The model sees each tool as ``SERVER__tool``. Two tools whose names collide once sanitised
+(``get.x`` and ``get_x``) are refused with a notice rather than one shadowing the other, and
+``notifications/tools/list_changed`` lists the server's tools again. A server that fails to start,
+or dies mid-session, produces a notice; the chat stays usable, and a call to one of its tools gets
+an error result saying the server is not available. A call cut off by the server's crash or by
+``callTimeoutS`` has outcome ``unknown`` (``OutcomeUnknownError``), as an interrupted call does: the model
+is told it may or may not have taken effect, and it is never re-run. HTTP refusals name their
+status (401, 403, 429 with its ``Retry-After``). The client introduces itself as ``tickloop`` with
+its version, and a stdio server's stderr goes to ``STATE/mcp-logs/NAME.log``.
 
 The SDK is imported only here, and this module only when a server is configured.
 """
@@ -19,7 +26,9 @@ The SDK is imported only here, and this module only when a server is configured.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import json
 import os
 import re
 import shlex
@@ -32,8 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tickloop.harness.tools.base import FunctionTool, Tool, ToolError
+from tickloop.harness.tools.base import CALL_PROGRESS, FunctionTool, OutcomeUnknownError, Tool, ToolError
 from tickloop.models.base import ToolSpec
+from tickloop.sha256 import sha256
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -57,6 +67,8 @@ class McpServerOptions:
     env: Mapping[str, str] | None = None
     start_timeout_s: float = 30.0
     call_timeout_s: float = 120.0
+    #: the workspace directory, declared to the server as the client's one root
+    root: Path | None = None
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -74,14 +86,28 @@ class McpProvider:
         self._tools: list[Tool] = []
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
+        self._relist = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._failure: str | None = None
         self._errlog: Any = None
+        self._log_path: Path | None = None
+        self._refusal: tuple[int, dict[str, str]] | None = None
+        self._schemas: dict[str, Any] = {}
         self._group_file: Path | None = None
 
     @property
     def alive(self) -> bool:
         return self._session is not None and self._failure is None
+
+    @property
+    def failure(self) -> str | None:
+        """Why this server is not available (it failed to start or died), or None."""
+        return self._failure
+
+    @property
+    def prefix(self) -> str:
+        """What every one of this server's tool names starts with."""
+        return tool_name(self.name, "")
 
     def tools(self) -> Sequence[Tool]:
         return self._tools
@@ -105,13 +131,20 @@ class McpProvider:
                 read, write = await stack.enter_async_context(self._transport(stack))
                 from mcp import ClientSession  # noqa: PLC0415  (extra `mcp`; only when configured)
 
-                session = await stack.enter_async_context(ClientSession(read, write))
+                session = await stack.enter_async_context(
+                    ClientSession(
+                        read,
+                        write,
+                        list_roots_callback=self._roots,
+                        message_handler=self._on_message,
+                        client_info=_client_info(),
+                    )
+                )
                 await session.initialize()
-                listed = await session.list_tools()
-                self._tools = [self._tool(t.name, t.description or "", t.input_schema) for t in listed.tools]
+                await self._list(session)
                 self._session = session
                 self._ready.set()
-                await self._stop.wait()
+                await self._serve_relists(session)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001  (any failure of a server is a notice, not a crash)
@@ -121,6 +154,48 @@ class McpProvider:
             self._ready.set()
         if not self._stop.is_set():
             self._fail("the server's connection ended")
+
+    async def _list(self, session: ClientSession) -> None:
+        """List the server's tools; a name that collides once sanitised is refused with a notice."""
+        listed = await session.list_tools()
+        tools: dict[str, Tool] = {}
+        self._schemas = {t.name: t.output_schema for t in listed.tools}
+        for t in listed.tools:
+            made = self._tool(t.name, t.description or "", t.input_schema)
+            if made.spec.name in tools:
+                self._notice(
+                    f"MCP server {self.name}: tool {t.name[:80]!r} is refused: its name becomes "
+                    f"{made.spec.name!r}, as another tool's does"
+                )
+                continue
+            tools[made.spec.name] = made
+        self._tools = list(tools.values())
+
+    async def _serve_relists(self, session: ClientSession) -> None:
+        """Until the chat closes, list the tools again whenever the server says they changed."""
+        while not self._stop.is_set():
+            relist = asyncio.create_task(self._relist.wait())
+            stop = asyncio.create_task(self._stop.wait())
+            await asyncio.wait((relist, stop), return_when="FIRST_COMPLETED")
+            relist.cancel()
+            stop.cancel()
+            if self._relist.is_set() and not self._stop.is_set():
+                self._relist.clear()
+                await self._list(session)
+
+    async def _roots(self, context: Any) -> Any:  # noqa: ARG002  (the SDK passes it by name)
+        """``roots/list``: the workspace directory (none when no workspace is configured)."""
+        from mcp.types import ListRootsResult, Root  # noqa: PLC0415
+
+        root = self.options.root
+        roots = [] if root is None else [Root(uri=root.resolve().as_uri(), name="workspace")]  # type: ignore[arg-type]
+        return ListRootsResult(roots=roots)
+
+    async def _on_message(self, message: Any) -> None:
+        from mcp.types import ToolListChangedNotification  # noqa: PLC0415
+
+        if isinstance(message, ToolListChangedNotification):
+            self._relist.set()
 
     def _start_failure(self, exc: BaseException) -> str:
         while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
@@ -132,7 +207,11 @@ class McpProvider:
             return f"could not start: {exc}"
         if isinstance(exc, ImportError):
             return "the MCP client is not installed: pip install 'tickloop[mcp]'"
-        return f"could not start ({_describe(exc)})"
+        refused = self._refused(exc)
+        if refused is not None:
+            return f"could not start: {refused}"
+        log = f"; its stderr is in {self._log_path}" if self._log_path is not None else ""
+        return f"could not start ({_describe(exc)}){log}"
 
     def _transport(self, stack: contextlib.AsyncExitStack) -> contextlib.AbstractAsyncContextManager[Any]:
         options = self.options
@@ -152,8 +231,9 @@ class McpProvider:
                 args=["-c", 'echo $$ > "$0" && exec "$@"', name, *options.command],
                 env=dict(options.env or {}),
             )
-            # The server's stderr goes nowhere: it must not scribble over the chat's terminal.
-            self._errlog = open(os.devnull, "w")  # noqa: SIM115, PTH123  (lives as long as the server)
+            # The server's stderr goes to a log file: it must not scribble over the chat's terminal.
+            self._log_path = _log_path(self.name)
+            self._errlog = self._log_path.open("a", encoding="utf-8")  # lives as long as the server
             return stdio_client(params, errlog=self._errlog)
         from mcp.client.streamable_http import streamable_http_client  # noqa: PLC0415
         from mcp.shared._httpx_utils import create_mcp_http_client  # noqa: PLC0415
@@ -166,8 +246,18 @@ class McpProvider:
             headers["Authorization"] = f"Bearer {token}"
         # The transport leaves a client it was given open: the stack closes it after the transport.
         http_client = create_mcp_http_client(headers=headers)
+        # the SDK turns a refused request into a bare "error response": keep the status to name it
+        http_client.event_hooks["response"].append(self._note_refusal)
         stack.push_async_callback(http_client.aclose)
         return streamable_http_client(options.url, http_client=http_client)
+
+    async def _note_refusal(self, response: Any) -> None:
+        if response.status_code >= 400:
+            self._refusal = (int(response.status_code), dict(response.headers))
+
+    def _refused(self, exc: BaseException) -> str | None:
+        refusal, self._refusal = self._refusal, None
+        return _http_refusal(exc, self.options.token_env, refusal)
 
     def _tool(self, name: str, description: str, schema: Mapping[str, Any]) -> Tool:
         spec = ToolSpec(tool_name(self.name, name), f"[MCP server {self.name}] {description}"[:1024], schema)
@@ -183,18 +273,25 @@ class McpProvider:
             raise ToolError(f"MCP server {self.name} is not available ({self._failure or 'not started'})")
         try:
             async with asyncio.timeout(self.options.call_timeout_s):
-                result = await session.call_tool(name, dict(arguments))
+                result = await session.call_tool(name, dict(arguments), progress_callback=_progress())
         except TimeoutError:
             waited = self.options.call_timeout_s
-            raise ToolError(f"MCP server {self.name}: no answer within {waited:g} s") from None
+            raise OutcomeUnknownError(f"MCP server {self.name}: no answer within {waited:g} s") from None
         except Exception as exc:  # noqa: BLE001  (a dying server surfaces as many exception types)
             ended = self._task is not None and self._task.done()
             if getattr(exc, "code", None) == CONNECTION_CLOSED or ended:
                 self._fail("the connection closed (the server exited or crashed)")
-            raise ToolError(f"MCP server {self.name}: {_describe(exc)}") from None
+                raise OutcomeUnknownError(f"MCP server {self.name}: the connection closed mid-call") from None
+            refused = self._refused(exc)
+            raise ToolError(f"MCP server {self.name}: {refused or _describe(exc)}") from None
         text = "\n".join(_block_text(block) for block in result.content)
         if result.is_error:
             raise ToolError(f"{name} reported an error: {text}")
+        structured = result.structured_content
+        # the SDK has checked it against the tool's outputSchema (a mismatch raised above); a bare
+        # {"result": TEXT} is only how the Python SDK wraps a plain return, so the text says it
+        if structured is not None and self._schemas.get(name) is not None and structured != {"result": text}:
+            return json.dumps(structured, ensure_ascii=False, sort_keys=True)
         return text
 
     def _fail(self, why: str) -> None:
@@ -244,11 +341,92 @@ async def _end_group(group_file: Path) -> None:
                 return
 
 
+def _progress() -> Any:
+    """The SDK's progress callback for the running call (the SDK then sends a ``progressToken``),
+    or None when nobody listens."""
+    listener = CALL_PROGRESS.get()
+    if listener is None:
+        return None
+
+    async def heard(progress: float, total: float | None, message: str | None) -> None:
+        listener(progress, total, message or "")
+
+    return heard
+
+
+def _client_info() -> Any:
+    from mcp.types import Implementation  # noqa: PLC0415
+
+    from tickloop import __version__  # noqa: PLC0415
+
+    return Implementation(name="tickloop", version=__version__)
+
+
+def _log_path(server: str) -> Path:
+    """``$XDG_STATE_HOME/tickloop/mcp-logs/SERVER.log`` (the directory 0700)."""
+    from tickloop.dirs import user_state_path  # noqa: PLC0415
+
+    folder = user_state_path() / "mcp-logs"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return folder / f"{_NAME_UNSAFE.sub('_', server)}.log"
+
+
+_REFUSALS = {
+    401: "HTTP 401 Unauthorized: the server refused the bearer token{token}",
+    403: "HTTP 403 Forbidden: the server refused this client (its Origin or its permissions)",
+    429: "HTTP 429 Too Many Requests: the server is rate-limiting this client{retry}",
+}
+
+
+def _http_refusal(
+    exc: BaseException, token_env: str, seen: tuple[int, dict[str, str]] | None = None
+) -> str | None:
+    """``HTTP 401 ...`` for the refusal ``seen`` on the wire, or an HTTP status error anywhere in
+    ``exc`` (a group, a cause); else None."""
+    found = seen or _find_status(exc, 0)
+    if found is None:
+        return None
+    status, headers = found
+    retry = headers.get("retry-after") if headers is not None else None
+    template = _REFUSALS.get(status, "HTTP {status}: the server refused the request")
+    return template.format(
+        status=status,
+        token=f" in ${token_env}" if token_env else " (none was sent: set tokenEnv)",
+        retry=f"; retry after {retry[:20]} s" if retry else "",
+    )
+
+
+def _find_status(exc: BaseException, depth: int) -> tuple[int, Any] | None:
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    if isinstance(status, int) and status >= 400:
+        return status, getattr(response, "headers", None)
+    inner: list[BaseException] = list(exc.exceptions) if isinstance(exc, BaseExceptionGroup) else []
+    inner += [e for e in (exc.__cause__, exc.__context__) if e is not None]
+    for item in inner if depth < 6 else []:
+        found = _find_status(item, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
 def _block_text(block: Any) -> str:
+    """A text block's text; an image or audio block as its type, size and sha256 (recorded in the
+    transcript; its bytes are not sent to the model)."""
     text = getattr(block, "text", None)
     if isinstance(text, str):
         return text
-    return f"[{getattr(block, 'type', 'content')} content not shown]"
+    kind = getattr(block, "type", "content")
+    data = getattr(block, "data", None)
+    if not isinstance(data, str):
+        return f"[{kind} content not shown]"
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except ValueError:
+        return f"[{kind} content not shown: not valid base64]"
+    mime = str(getattr(block, "mime_type", "") or "unknown type")[:80]
+    digest = "sha256:" + sha256(raw).hexdigest()
+    return f"[{kind} content not shown: {mime}, {len(raw)} bytes, {digest}]"
 
 
 def _describe(exc: BaseException) -> str:

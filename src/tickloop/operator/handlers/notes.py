@@ -6,6 +6,7 @@ from pathlib import Path
 
 from tickloop.clock import utc_iso
 from tickloop.errors import HandlerError
+from tickloop.inert import inert
 from tickloop.notify.base import one_line
 from tickloop.operator.handlers.base import (
     HandlerContext,
@@ -67,8 +68,11 @@ def _write(
 
 
 def _markdown(request: HandlerRequest, body: str) -> str:
-    # The title is flattened to one line so it cannot add front-matter keys or headings.
-    return (
+    # The title is flattened to one line so it cannot add front-matter keys or headings. The whole
+    # file is made inert: an agent's ESC[2J or bell must not reach the person's terminal when they
+    # `cat` their notes (newlines and tabs are kept; a CR of CRLF is dropped, a lone one shown).
+    text = (
         f"---\nintent: {request.intent_id}\naction: {request.action_type}\n"
         f"created: {utc_iso(request.now)}\n---\n\n# {one_line(request.title, 200)}\n\n{body.rstrip()}\n"
     )
+    return inert(text.replace("\r\n", "\n"))

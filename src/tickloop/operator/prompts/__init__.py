@@ -14,7 +14,7 @@ _HERE = Path(
     __file__
 ).parent  #: the prompt files ship beside this module (see store/_sql.py on why not importlib.resources)
 
-CURRENT = {"fast": 2, "slow": 1, "consolidate": 1, "critique": 1}
+CURRENT = {"fast": 3, "slow": 2, "consolidate": 1, "critique": 1}
 
 
 class Prompt(msgspec.Struct, frozen=True):

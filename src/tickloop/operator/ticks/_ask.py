@@ -9,17 +9,23 @@ provider reported them, or estimated as UTF-8 bytes / 4 when it did not, and the
 Bounded: each tick kind asks for at most ``MAX_TOKENS[kind]`` tokens, sized to what its schema can
 hold (an endpoint's ``maxTokens`` overrides it), and an answer the cap cut off fails the tick with
 "truncated at maxTokens=N": a cut-off JSON answer is never parsed for what it might have meant.
+An answer that stopped short of the cap was cut off by the model's context instead (the prompt
+plus the answer filled it): the error then says "context full" with the numbers, since a larger
+``maxTokens`` cannot help there.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Generic, TypeVar
+import time
+from collections.abc import Coroutine, Mapping
+from typing import Any, Generic, TypeVar
 
 import msgspec
 
 from tickloop.errors import ModelError, ValidationError
-from tickloop.models.base import ChatMessage, complete_once
+from tickloop.models.base import ChatMessage, Completion, complete_once
+from tickloop.models.failures import cut_off_text
 from tickloop.models.structured import decode_structured, schema_for
 from tickloop.operator.context import ContextPacket, estimated_tokens, user_message
 from tickloop.operator.prompts import load_prompt
@@ -33,7 +39,10 @@ T = TypeVar("T")
 #: and 10 behind titles, and priorities; a ``ConsolidationOut`` a 4,000-character state of play and a
 #: goal refresh. Without a cap, SmolLM2 once wrote ~3,700 tokens into one slow tick and ran out the
 #: clock. ``[model.endpoints.NAME] maxTokens`` replaces these for that endpoint.
-MAX_TOKENS: dict[str, int] = {"fast": 384, "critique": 192, "slow": 1024, "consolidate": 1536}
+MAX_TOKENS: dict[str, int] = {"fast": 512, "critique": 192, "slow": 1536, "consolidate": 1536}
+#: How ``Asked.error`` begins when the provider failed (no answer at all: a dead server, a timeout,
+#: an HTTP error), as opposed to an answer that was cut off or invalid.
+MODEL_FAILED = "model call failed"
 
 
 class Asked(msgspec.Struct, Generic[T], frozen=True):
@@ -46,40 +55,59 @@ class Asked(msgspec.Struct, Generic[T], frozen=True):
 
 
 def ask(
-    ctx: TickContext, prompt_name: str, packet: ContextPacket, type_: type[T], preface: str = ""
+    ctx: TickContext,
+    prompt_name: str,
+    packet: ContextPacket,
+    type_: type[T],
+    preface: str = "",
+    *,
+    schema: Mapping[str, Any] | None = None,
+    budget_s: float | None = None,
 ) -> Asked[T]:
-    """Ask the tick's model for one ``type_``; ``preface`` is a line before the packet."""
+    """Ask the tick's model for one ``type_``; ``preface`` is a line before the packet; ``schema``
+    (default: ``type_``'s own) is what the model is sent, narrower than ``type_`` where it names the
+    board's task ids. ``budget_s`` bounds the wait on top of the endpoint's own ``timeoutS``; the
+    seconds spent waiting are added to ``ctx.model_seconds``."""
     prompt = load_prompt(prompt_name)
     text = (preface + "\n" if preface else "") + user_message(packet)
     messages = [ChatMessage("system", prompt.text), ChatMessage("user", text)]
     model = ctx.model()
     extra: dict[str, object] = {"prompt": prompt.sha256, "model": model.name}
+    call = complete_once(
+        model, messages, json_schema=schema or schema_for(type_), max_tokens=MAX_TOKENS.get(prompt_name)
+    )
+    started = time.monotonic()
     try:
-        completion = asyncio.run(
-            complete_once(
-                model, messages, json_schema=schema_for(type_), max_tokens=MAX_TOKENS.get(prompt_name)
-            )
-        )
+        completion = asyncio.run(_bounded(call, budget_s))
     except ModelError as exc:
-        return Asked(None, f"model call failed: {exc.message}", extra, text)
+        return Asked(None, f"{MODEL_FAILED}: {exc.message}", extra, text)
+    finally:
+        ctx.model_seconds += time.monotonic() - started
     usage = completion.usage
     if usage is not None:
-        extra["tokens_in"], extra["tokens_out"] = usage.input_tokens, usage.output_tokens
+        tokens_in, tokens_out = usage.input_tokens, usage.output_tokens
     else:
-        extra["tokens_in"] = sum(estimated_tokens(m.content) for m in messages)
-        extra["tokens_out"] = estimated_tokens(completion.text)
+        tokens_in = sum(estimated_tokens(m.content) for m in messages)
+        tokens_out = estimated_tokens(completion.text)
+    extra["tokens_in"], extra["tokens_out"] = tokens_in, tokens_out
+    if usage is None:
         extra["tokens_estimated"] = True
     if completion.truncated:
-        cap = "" if completion.max_tokens is None else f"={completion.max_tokens}"
-        return Asked(
-            None,
-            f"model answer truncated at maxTokens{cap} (nothing was guessed from the cut-off text); "
-            "raise maxTokens for this endpoint if its answers need more",
-            extra,
-            text,
-        )
+        error = cut_off_text(tokens_in, tokens_out, completion.max_tokens, counted=usage is not None)
+        return Asked(None, error, extra, text)
     try:
-        value = decode_structured(completion.text, type_)
+        value = decode_structured(completion.text, type_, str((schema or {}).get("title", "")))
     except ValidationError as exc:
         return Asked(None, f"invalid model output (nothing was guessed): {exc.message}", extra, text)
     return Asked(value, "", extra, text)
+
+
+async def _bounded(call: Coroutine[Any, Any, Completion], budget_s: float | None) -> Completion:
+    """``call`` within ``budget_s`` seconds (None: no bound beyond the endpoint's own)."""
+    if budget_s is None:
+        return await call
+    try:
+        async with asyncio.timeout(max(0.0, budget_s)):
+            return await call
+    except TimeoutError:
+        raise ModelError(f"no answer within the {budget_s:.1f} s left of the tick's budget") from None

@@ -10,9 +10,11 @@
    candidate, however many ticks pass before the person decides. Otherwise the first pending plan
    step is the current one; with no plan the model derives one action and the row says
    ``replan_needed=true``.
-3. One action intent, validated against ``ActionIntentOut`` (``actionType`` is one of the registered
-   handler types, or ``none``); anything else is a ``failed`` row and no intent (fail closed). ``none``
-   is the model saying there is nothing to do now: a ``noop`` row with its rationale, nothing staged.
+3. One action intent: the model writes one member of ``ActionAnswer`` (``oneOf`` keyed on
+   ``actionType``: a registered handler type, or ``none``; each type with only its own fields),
+   flattened into ``ActionIntentOut``; anything else is a ``failed`` row and no intent (fail
+   closed). ``none`` is the model saying there is nothing to do now: a ``noop`` row with its
+   rationale, nothing staged.
 4. Drift guard: an exact-ish repeat of a tried-and-failed action is recorded as a blocked intent
    (outcome ``blocked``) and never executed, unless the kernel sanctioned a recovery retry
    (``options["sanctioned_retry"]``).
@@ -20,7 +22,8 @@
    intent goes to ``ready`` and the step is marked done (outcome ``staged``). Otherwise the tick stops
    (``gate_stop``) and offers the person a notice candidate (``tickloop.operator.candidates``).
 
-``after`` writes the self-critique of a failed, blocked or gate-stopped tick.
+``after`` writes the self-critique of a failed, blocked or gate-stopped tick: none when the model
+call got no answer at all, and within what is left of the tick's model budget (1.5 x ``timeoutS``).
 """
 
 from __future__ import annotations
@@ -44,12 +47,15 @@ from tickloop.operator.domain import (
 from tickloop.operator.runner import TickContext, TickResult
 from tickloop.operator.schemas import (
     NOTHING_TO_DO,
+    ActionAnswer,
     ActionIntentOut,
     CritiqueOut,
+    action_schema,
     check_critique,
     check_intent,
+    to_intent,
 )
-from tickloop.operator.ticks._ask import ask
+from tickloop.operator.ticks._ask import MODEL_FAILED, ask
 
 REFUSAL = "fast tick will not act on trajectory alone: there is no active goal model"
 #: How far back the drift guard looks for tried-and-failed actions.
@@ -60,6 +66,9 @@ NEW_WINDOW = timedelta(days=1)
 WAITING = "waiting for the person's decision"
 CRITIQUE_PREFACE = "Critiques of earlier ticks for this goal are in the packet: do not repeat these."
 _STOP_OUTCOMES = frozenset({Outcome.FAILED, Outcome.GATE_STOP, Outcome.BLOCKED})
+#: A fast tick waits on its model for at most this many times the endpoint's ``timeoutS`` in all.
+TICK_BUDGET_FACTOR = 1.5
+_ANSWER: Any = ActionAnswer  # a union of Structs: decoded by its ``actionType`` tag
 
 
 def run(ctx: TickContext) -> TickResult:
@@ -71,12 +80,13 @@ def run(ctx: TickContext) -> TickResult:
     if waiting is not None:
         return TickResult(Outcome.NOOP, detail=f"{WAITING} on intent {waiting}")
     packet, tried, tainted = build_packet(ctx, goal, step)
-    asked = ask(ctx, "fast", packet, ActionIntentOut, CRITIQUE_PREFACE if packet.critiques else "")
+    preface = CRITIQUE_PREFACE if packet.critiques else ""
+    asked = ask(ctx, "fast", packet, _ANSWER, preface, schema=action_schema())
     notes = _notes(step)
     if asked.value is None:
         return TickResult(Outcome.FAILED, detail=notes, error=asked.error, extra=asked.extra)
     try:
-        out = check_intent(asked.value)
+        out = check_intent(to_intent(asked.value))
     except ValidationError as exc:
         error = f"invalid model output (nothing was guessed): {exc.message}"
         return TickResult(Outcome.FAILED, detail=notes, error=error, extra=asked.extra)
@@ -219,8 +229,20 @@ def after(ctx: TickContext, result: TickResult) -> None:
     """After a failed, blocked or gate-stopped tick: ONE self-critique for the active goal.
 
     The outcome label is already on the row; the model is shown it and asked only what to do
-    differently. An invalid answer stores nothing. The store keeps the newest three per goal."""
-    if result.outcome not in _STOP_OUTCOMES:
+    differently. An invalid answer stores nothing. The store keeps the newest three per goal.
+
+    No critique when the action call got no answer at all (a dead server, a timeout, an HTTP error):
+    there is no choice of the model's to critique, and a second call would only wait as long again.
+    The whole tick waits on its model for at most ``TICK_BUDGET_FACTOR`` x the endpoint's
+    ``timeoutS``: the critique gets what is left of that, never a full ``timeoutS`` of its own."""
+    if result.outcome not in _STOP_OUTCOMES or ctx.options.get("critique") is False:
+        return  # ``critique=False``: ``tickloop operator eval`` scores the action call alone
+    if result.error.startswith(MODEL_FAILED):
+        ctx.log("fast: no self-critique: the model call failed, so there is no answer to critique")
+        return
+    budget = _critique_budget(ctx)
+    if budget is not None and budget <= 0:
+        ctx.log(f"fast: no self-critique: the tick's model budget ({_budget_text(ctx)}) is spent")
         return
     goal = ctx.store.active_goal_model(ctx.profile)
     if goal is None:
@@ -233,7 +255,7 @@ def after(ctx: TickContext, result: TickResult) -> None:
         recent_progress=[{"outcome": str(result.outcome), "detail": result.detail, "error": result.error}],
         outcome=str(result.outcome),
     )
-    asked = ask(ctx, "critique", packet, CritiqueOut)
+    asked = ask(ctx, "critique", packet, CritiqueOut, budget_s=budget)
     if asked.value is None:
         ctx.log(f"fast: no self-critique stored: {asked.error}")
         return
@@ -250,6 +272,19 @@ def after(ctx: TickContext, result: TickResult) -> None:
         now=ctx.clock.now(),
         keep=3,
     )
+
+
+def _critique_budget(ctx: TickContext) -> float | None:
+    """Seconds the critique may still wait: the tick's budget less what the action call took."""
+    timeout = getattr(ctx.model(), "timeout_s", None)
+    if not isinstance(timeout, int | float):
+        return None  # the offline model answers at once
+    return TICK_BUDGET_FACTOR * timeout - ctx.model_seconds
+
+
+def _budget_text(ctx: TickContext) -> str:
+    timeout = getattr(ctx.model(), "timeout_s", 0)
+    return f"{TICK_BUDGET_FACTOR:g} x timeoutS = {TICK_BUDGET_FACTOR * timeout:g} s"
 
 
 def _payload(out: ActionIntentOut, step: PlanStep | None, goal_version: int | None) -> dict[str, Any]:

@@ -5,9 +5,11 @@
    whose task is done is marked ``done``.
 2. Ask the model for a ``ReviewOut`` against the goal model, the board, three days of progress and
    recent observations. Invalid output: a ``failed`` row and nothing changed.
-3. Apply it: priorities of tasks that exist, then the ordered plan (``replace_plan``), keeping only
-   steps linked to an open task or to none (model output is untrusted: an unknown or blocked task
-   gets no step). Drift and what is falling behind become notice candidates for the person.
+3. The schema sent names the board's open task ids as an enum (``review_schema``), and the answer
+   is checked against it (``check_review``): a priority or a plan step naming any other task fails
+   the review (model output is untrusted: nothing is guessed, nothing is applied).
+   Apply it: the priorities, then the ordered plan (``replace_plan``). Drift and what is falling
+   behind become notice candidates for the person.
    A review that leaves no plan step while open tasks remain did not do its job: a ``failed`` row
    ("no plan for N open tasks") and nothing applied, never ``done`` with ``plan_steps=0``.
 """
@@ -16,11 +18,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from tickloop.errors import ValidationError
 from tickloop.operator import candidates
 from tickloop.operator.context import ContextPacket
 from tickloop.operator.domain import GoalModel, NewPlanStep, Outcome, StepStatus, Task, TaskStatus
 from tickloop.operator.runner import TickContext, TickResult
-from tickloop.operator.schemas import ReviewOut
+from tickloop.operator.schemas import ReviewOut, check_review, review_schema
 from tickloop.operator.ticks._ask import ask
 
 REFUSAL = "slow tick will not review on trajectory alone: there is no active goal model"
@@ -34,20 +37,21 @@ def run(ctx: TickContext) -> TickResult:
         return TickResult(Outcome.REFUSED, detail="no active goal model", error=REFUSAL)
     flipped = reconcile(ctx, goal)
     tasks = {t.id: t for t in ctx.store.list_tasks(ctx.profile)}
-    asked = ask(ctx, "slow", _packet(ctx, goal, list(tasks.values())), ReviewOut)
+    open_ids = [t.id for t in tasks.values() if t.status not in _CLOSED]
+    packet = _packet(ctx, goal, list(tasks.values()))
+    asked = ask(ctx, "slow", packet, ReviewOut, schema=review_schema(open_ids))
     if asked.value is None:
         return TickResult(Outcome.FAILED, detail=flipped, error=asked.error, extra=asked.extra)
-    review = asked.value
-    steps = [
-        NewPlanStep(s.title, s.task_id)
-        for s in review.plan
-        if s.task_id is None or (s.task_id in tasks and tasks[s.task_id].status not in _CLOSED)
-    ]
-    open_tasks = sum(1 for t in tasks.values() if t.status not in _CLOSED)
+    try:
+        review = check_review(asked.value, open_ids)
+    except ValidationError as exc:
+        error = f"invalid model output (nothing was guessed): {exc.message}"
+        return TickResult(Outcome.FAILED, detail=flipped, error=error, extra=asked.extra)
+    steps = [NewPlanStep(s.title, s.task_id) for s in review.plan]
+    open_tasks = len(open_ids)
     if open_tasks and not steps:
         error = (
-            f"the review wrote no plan for {open_tasks} open task{'s' if open_tasks != 1 else ''}"
-            f" ({len(review.plan)} step{'s' if len(review.plan) != 1 else ''} proposed, none usable);"
+            f"the review wrote no plan for {open_tasks} open task{'s' if open_tasks != 1 else ''};"
             " nothing was applied"
         )
         return TickResult(Outcome.FAILED, detail=flipped, error=error, extra=asked.extra)
@@ -57,7 +61,6 @@ def run(ctx: TickContext) -> TickResult:
     offered += _offer(ctx, "slow.behind", "Falling behind", review.behind)
     detail = (
         f"{flipped} reprioritised={changed} plan_steps={len(steps)}"
-        f" dropped_steps={len(review.plan) - len(steps)}"
         f" drift={len(review.drift)} behind={len(review.behind)} notice_candidates={offered}"
     )
     return TickResult(Outcome.DONE, detail=detail, extra=asked.extra)
@@ -103,10 +106,10 @@ def _packet(ctx: TickContext, goal: GoalModel, tasks: list[Task]) -> ContextPack
 
 def _reprioritise(ctx: TickContext, tasks: dict[int, Task], review: ReviewOut) -> int:
     changed = 0
-    for key, priority in review.priorities.items():
-        task = tasks.get(int(key)) if key.isascii() and key.isdigit() else None
-        if task is not None and task.priority != priority:
-            ctx.store.set_task_priority(ctx.profile, task.id, priority, now=ctx.clock.now())
+    for item in review.priorities:
+        task = tasks[item.task_id]  # check_review: an open task of the board
+        if task.priority != item.priority:
+            ctx.store.set_task_priority(ctx.profile, task.id, item.priority, now=ctx.clock.now())
             changed += 1
     return changed
 
