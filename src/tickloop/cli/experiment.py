@@ -68,7 +68,8 @@ def run(
             str(concurrency),
             *(["--per-endpoint", str(per_endpoint)] if per_endpoint else []),
         ]
-        _processes(spec, spec_path, target, processes=processes, shard=Shard.parse(shard), options=options)
+        _processes(spec, spec_path, target, processes=processes, shard=Shard.parse(shard), options=options,
+                   settings=settings)  # fmt: skip
         return
     bar = None if summary_json else _Bar()
     runner = Runner(
@@ -90,12 +91,14 @@ def run(
 
 
 def _processes(
-    spec: Any, spec_path: Path, target: Path, *, processes: int, shard: Any, options: list[str]
+    spec: Any, spec_path: Path, target: Path, *, processes: int, shard: Any, options: list[str], settings: Any
 ) -> None:
     from tickloop.experiment.processes import run_processes  # noqa: PLC0415
 
     click.echo(f"{spec.name}: {processes} processes -> {target}", err=True)
-    summary, code = run_processes(spec, spec_path, target, processes=processes, shard=shard, options=options)
+    summary, code = run_processes(
+        spec, spec_path, target, processes=processes, shard=shard, options=options, settings=settings
+    )
     _said(spec.name, summary, target, code=code)
 
 

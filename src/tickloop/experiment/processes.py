@@ -14,7 +14,9 @@ and their union is ``K/N``'s share.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -22,8 +24,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tickloop.config import Settings
 from tickloop.errors import ConfigError
-from tickloop.experiment.runner import RunSummary, prepare_dir
+from tickloop.experiment.runner import RunSummary, prepare_run
 from tickloop.experiment.spec import Shard, Spec
 
 
@@ -51,11 +54,16 @@ def run_processes(
     *,
     processes: int,
     shard: Shard,
+    settings: Settings,
     options: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
 ) -> tuple[RunSummary, int]:
-    """Run the children to the end; their summaries summed, and the first non-zero exit code (0)."""
-    prepare_dir(spec, out)  # once, before the children: none of them races to write spec.toml
+    """Run the children to the end; their summaries summed, and the first non-zero exit code (0).
+
+    The parent prepares the run once, before any child starts: the preflight (a missing key, a dead
+    endpoint, a missing workspace root stop it with nothing started, said once rather than by each
+    child), then ``spec.toml``, ``run.json`` and ``run.key``, which no child races to write."""
+    asyncio.run(prepare_run(spec, out, settings, os.environ if env is None else env))
     children = [
         subprocess.Popen(child_command(spec_path, out, part, options), stdout=subprocess.PIPE, env=env)  # noqa: S603
         for part in sub_shards(shard, processes)

@@ -159,6 +159,19 @@ def prepare_dir(spec: Spec, out: Path) -> None:
         (out / sub).mkdir(exist_ok=True, mode=0o700)
 
 
+async def prepare_run(spec: Spec, out: Path, settings: Settings, env: Mapping[str, str]) -> None:
+    """Before the first session: the preflight (what every session needs fails once, first, with
+    nothing written), then the run directory, ``run.json`` and ``run.key``."""
+    from tickloop.experiment.preflight import preflight  # noqa: PLC0415
+    from tickloop.experiment.provenance import write_run_record  # noqa: PLC0415
+    from tickloop.experiment.redaction import new_key  # noqa: PLC0415
+
+    await preflight(spec, settings, env)
+    prepare_dir(spec, out)
+    write_run_record(spec, settings, out)
+    new_key(out)
+
+
 class _LimitedModel:
     """A session's view of its endpoint's ONE model: requests bounded by the endpoint's semaphore.
 
@@ -290,14 +303,7 @@ class Runner:
         self._pool: FsyncPool | None = None
 
     async def run(self) -> RunSummary:
-        from tickloop.experiment.preflight import preflight  # noqa: PLC0415
-        from tickloop.experiment.provenance import write_run_record  # noqa: PLC0415
-        from tickloop.experiment.redaction import new_key  # noqa: PLC0415
-
-        await preflight(self.spec, self.settings, self.env)  # what every session needs fails once, first
-        prepare_dir(self.spec, self.out)
-        write_run_record(self.spec, self.settings, self.out)
-        new_key(self.out)
+        await prepare_run(self.spec, self.out, self.settings, self.env)
         state = manifest_state(self.manifest)
         # A first pass only counts (for the progress bar and the summary); the second streams the
         # sessions to the workers, so the grid is never held in memory.
