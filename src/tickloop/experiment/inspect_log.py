@@ -8,14 +8,16 @@ viewer (``inspect view``), the dataframes (``inspect_ai.analysis.samples_df``) a
 - a session is a sample (``id``: the cell, ``epoch``: the replicate), its messages the transcript:
   the opening, each time step (``metadata.tickloop.time_step``: a message of the tick plugin), the
   replies, the tool calls and their results;
-- the header carries the provenance (``provenance``): tickloop's version, the spec's sha256, the
-  model, the generation settings sent, the policy and its sha256;
-- each sample's metadata carries the run's ``end_rule``, its ledger's verify result and the
-  per-step tokens, latency and word counts.
+- the header carries the provenance (``tickloop.experiment.provenance``, as in every format):
+  tickloop's version, the spec's and each opening's sha256, the endpoint with its configured and
+  returned model ids, the generation settings sent, the policy and its sha256;
+- each sample's metadata carries the run's ``end_rule``, its ledger's verify result, the per-step
+  figures (step 0 is the opening's reply) and a refused or crashed session's cause code.
 
-Text is redacted exactly as in the other formats (``tickloop.experiment.dataset.Redactor``): by
-default each message holds its digest and length, ``--keep-text`` keeps it scrubbed, ``--no-redact``
-keeps it as it is. No wall-clock time is exported (the log's ``created`` is the Unix epoch).
+Text is redacted exactly as in the other formats (``tickloop.experiment.redaction``): by default
+each message holds its keyed digest (under the run's ``run.key``) and length, ``--keep-text`` keeps
+it scrubbed, ``--no-redact`` keeps it as it is; model ids are scrubbed too. No wall-clock time is
+exported (the log's ``created`` is the Unix epoch).
 ``inspect_ai`` (extra ``inspect``) is imported only on this path.
 """
 
@@ -23,17 +25,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from tickloop import __version__
 from tickloop.audit import session_file_name
 from tickloop.audit.ledger import verify_file
 from tickloop.errors import ConfigError
-from tickloop.experiment.dataset import Finished, Redactor, finished_sessions
+from tickloop.experiment.dataset import Finished, cause_code, failure_text, finished_sessions
+from tickloop.experiment.redaction import NoRedaction, Redactor, report, run_key
 from tickloop.experiment.runner import LEDGERS, SESSIONS
 from tickloop.harness.jsonl import SessionError, read_records
 
@@ -41,33 +43,16 @@ from tickloop.harness.jsonl import SessionError, read_records
 EPOCH = "1970-01-01T00:00:00+00:00"
 
 
-def provenance(directory: Path) -> dict[str, Any]:
-    """How the run was made, for the log header. The one place to change when provenance moves to
-    the shared function of the dataset issue (issue 27)."""
-    try:
-        spec = tomllib.loads((directory / "spec.toml").read_text(encoding="utf-8"))
-        spec_sha = (directory / "spec.sha256").read_text(encoding="utf-8").strip()
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{directory}: no readable spec.toml / spec.sha256 ({exc})") from None
-    openings = spec.get("openings") or {"default": spec.get("opening", [])}
-    return {
-        "tickloop_version": _tickloop_version(),
-        "spec_sha256": spec_sha,
-        "opening_sha256": {name: _sha("\n".join(lines)) for name, lines in openings.items()},
-    }
+def provenance(directories: Sequence[Path], redactor: Redactor, *, redact: bool) -> dict[str, Any]:
+    """How the run was made, for the log headers: the shared provenance of every export format
+    (``run.json`` and the returned model ids), its model ids scrubbed as in the other formats."""
+    from tickloop.experiment.provenance import provenance as shared  # noqa: PLC0415
+    from tickloop.experiment.provenance import scrubbed  # noqa: PLC0415
 
-
-def _tickloop_version() -> str:
-    try:
-        return version("tickloop")
-    except PackageNotFoundError:
-        from tickloop import __version__  # noqa: PLC0415
-
-        return __version__
-
-
-def _sha(text: str) -> str:
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    made = shared(directories)
+    if made["specSha256"] is None:  # a run made before run.json existed: its spec.sha256 says it
+        made["specSha256"] = (directories[0] / "spec.sha256").read_text(encoding="utf-8").strip()
+    return scrubbed(made, redactor.scrub) if redact else made
 
 
 def export_inspect(
@@ -75,7 +60,7 @@ def export_inspect(
 ) -> dict[str, int]:
     """The Inspect logs of run directories (shards of one run merge) and ``REDACTION.md`` in ``out``,
     redacted by the same rules (and the same functions) as every other format."""
-    from tickloop.experiment.export import _NoRedaction, _report, experiment_name  # noqa: PLC0415
+    from tickloop.experiment.export import experiment_name  # noqa: PLC0415
 
     if not directories:
         raise ConfigError("export needs at least one run directory")
@@ -86,18 +71,23 @@ def export_inspect(
         import inspect_ai.log  # noqa: F401, PLC0415  (fail before any file is written)
     except ImportError:
         raise ConfigError("--format inspect needs Inspect AI: pip install 'tickloop[inspect]'") from None
-    redactor = Redactor(keep_text=keep_text) if redact else _NoRedaction()
-    counts = write_logs(directories, out, names.pop(), redactor)
-    (out / "REDACTION.md").write_text(_report(redactor, redact=redact), encoding="utf-8")
+    redactor = Redactor(keep_text=keep_text, key=run_key(directories)) if redact else NoRedaction()
+    made = provenance(directories, redactor, redact=redact)
+    counts = write_logs(directories, out, names.pop(), redactor, made)
+    notes = out / "REDACTION.md"
+    partial = notes.with_name(f".{notes.name}.partial")
+    partial.write_text(report(redactor, redact=redact), encoding="utf-8")
+    partial.replace(notes)
     return counts
 
 
-def write_logs(directories: Sequence[Path], out: Path, experiment: str, redactor: Redactor) -> dict[str, int]:
+def write_logs(
+    directories: Sequence[Path], out: Path, experiment: str, redactor: Redactor, made: dict[str, Any]
+) -> dict[str, int]:
     """One ``.eval`` per cell into ``out`` (each written under a temporary name, then renamed)."""
     by_cell: dict[str, list[Finished]] = defaultdict(list)
     for finished in finished_sessions(directories):
         by_cell[str(finished.started.get("cell"))].append(finished)
-    made = provenance(directories[0])
     out.mkdir(parents=True, exist_ok=True, mode=0o700)
     sessions = 0
     for cell, group in sorted(by_cell.items()):
@@ -129,28 +119,47 @@ def _log(experiment: str, cell: str, done: list[Finished], made: dict[str, Any],
     factors = {k: first.get(k) for k in ("model", "policy", "opening", "tools", "temperature")}
     samples = [_sample(cell, d, redactor) for d in done]
     policy_sha = next((s.metadata["policy_sha256"] for s in samples if s.metadata["policy_sha256"]), None)
-    header = {**made, "cell": cell, "endpoint": first.get("model"), "policy_id": first.get("policy"),
-              "policy_sha256": policy_sha, "generation": {"temperature": first.get("temperature")},
-              "factors": factors}  # fmt: skip
-    eval_id = hashlib.sha256(f"{made['spec_sha256']}/{cell}".encode()).hexdigest()[:22]
+    header = _header(made, cell, first, policy_sha, factors)
+    eval_id = hashlib.sha256(f"{header['spec_sha256']}/{cell}".encode()).hexdigest()[:22]
     spec = EvalSpec(
         eval_id=eval_id,
-        run_id=made["spec_sha256"].removeprefix("sha256:")[:22],
+        run_id=header["spec_sha256"].removeprefix("sha256:")[:22],
         created=EPOCH,
         task=experiment,
         task_id=eval_id,
         task_args=factors,
         dataset=EvalDataset(name=experiment, samples=len(samples)),
         # `none/`: Inspect has no API to call for it (tickloop made the calls), so `inspect score` needs
-        # no --model; the endpoint and the generation settings are in the metadata
+        # no --model; the endpoint's model ids and the generation settings are in the metadata
         model=f"none/{first.get('model')}",
-        model_generate_config=GenerateConfig(temperature=first.get("temperature")),
+        model_generate_config=GenerateConfig(**header["generation"]),
         config=EvalConfig(epochs=max(s.epoch for s in samples)),
-        packages={"tickloop": made["tickloop_version"]},
+        packages={"tickloop": header["tickloop_version"]},
         metadata=header,
     )
     results = EvalResults(total_samples=len(samples), completed_samples=len(samples))
     return EvalLog(status="success", eval=spec, results=results, samples=samples)
+
+
+def _header(
+    made: dict[str, Any], cell: str, first: dict[str, Any], policy_sha: str | None, factors: dict[str, Any]
+) -> dict[str, Any]:
+    """A cell's log header: the run's provenance, narrowed to the cell's endpoint and levels."""
+    endpoint = first.get("model")
+    model = made["models"].get(endpoint, {})
+    # the temperature the cell's requests carried (its level, else the endpoint's own); a run made
+    # before factors existed recorded none in its `started` records: the endpoint's then
+    temperature = first["temperature"] if "temperature" in first else model.get("temperature")
+    return {
+        "tickloop_version": made["tickloopVersion"] or __version__, "exported_by": made["exportedBy"],
+        "schema_version": made["schemaVersion"], "spec_sha256": made["specSha256"],
+        "opening_sha256": made["openingSha256"], "cell": cell, "endpoint": endpoint,
+        "model_id": model.get("modelId"), "returned_model_ids": model.get("returnedModelIds", []),
+        "policy_id": first.get("policy"), "policy_sha256": policy_sha,
+        "generation": {"temperature": temperature, "top_p": model.get("topP"), "seed": model.get("seed"),
+                       "max_tokens": model.get("maxTokens")},
+        "factors": factors,
+    }  # fmt: skip
 
 
 def _sample(cell: str, done: Finished, redactor: Redactor) -> Any:
@@ -172,7 +181,7 @@ def _sample(cell: str, done: Finished, redactor: Redactor) -> Any:
         **{k: start.get(k) for k in ("model", "policy", "opening", "tools", "temperature")},
         "policy_sha256": _policy_sha(done.directory / LEDGERS / name),
         "verify": _verify(done.directory / LEDGERS / name), "steps": steps, "wall_ms": rec.get("wallMs"),
-        "error": None if rec.get("error") is None else _error(redactor, str(rec["error"])),
+        **_failure(rec, redactor),
     }  # fmt: skip
     return EvalSample(
         id=cell,
@@ -185,6 +194,14 @@ def _sample(cell: str, done: Finished, redactor: Redactor) -> Any:
         model_usage={model: ModelUsage(input_tokens=tokens_in, output_tokens=tokens_out,
                                        total_tokens=tokens_in + tokens_out)},
     )  # fmt: skip
+
+
+def _failure(rec: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
+    """A refused or crashed session's cause code and its failure's text (redacted), as in the
+    sessions table; both null for any other session."""
+    status, text = str(rec.get("status")), failure_text(rec)
+    shown = None if text is None or status not in ("refused", "crashed") else _error(redactor, text)
+    return {"cause": cause_code(status, text, rec.get("error")), "error": shown}
 
 
 def _is_step(message: Any) -> bool:
@@ -238,11 +255,17 @@ def _text(redactor: Redactor, text: str, prefix: str = "text") -> tuple[str, dic
     """A message's content and its tickloop metadata: the digest and length always; the text itself
     only when the redaction keeps it (scrubbed, or raw with ``--no-redact``)."""
     fields = redactor.text_fields(text, prefix)
-    meta: dict[str, Any] = {"sha256": fields[f"{prefix}_sha256"], "chars": len(text)}
+    meta: dict[str, Any] = {"hash": fields[f"{prefix}_hash"], "chars": len(text)}
     kept = fields[prefix]
     if kept is not None or not text:
         return kept or "", meta
-    return f"[redacted: {len(text)} characters, {meta['sha256'][:19]}…]", meta
+    return f"[redacted: {len(text)} characters, {_short(meta['hash'])}…]", meta
+
+
+def _short(digest: str) -> str:
+    """A digest's algorithm and its first 12 hex digits, for a placeholder a person can compare."""
+    algorithm, _, hexdigest = digest.partition(":")
+    return f"{algorithm}:{hexdigest[:12]}"
 
 
 def _error(redactor: Redactor, text: str) -> dict[str, Any]:
@@ -255,7 +278,7 @@ def _arguments(redactor: Redactor, call: dict[str, Any]) -> dict[str, Any]:
     fields = redactor.text_fields(text, "text")
     content = fields["text"]
     if content is None:
-        return {"redacted": fields["text_sha256"], "chars": len(text)}
+        return {"redacted": fields["text_hash"], "chars": len(text)}
     try:
         parsed = json.loads(content)
     except ValueError:
@@ -264,8 +287,9 @@ def _arguments(redactor: Redactor, call: dict[str, Any]) -> dict[str, Any]:
 
 
 #: (metadata name, manifest name) of each per-step figure
-_STEP_FIELDS = (("step", "step"), ("status", "status"), ("input_tokens", "inputTokens"),
-                ("output_tokens", "outputTokens"), ("latency_ms", "latencyMs"), ("ttft_ms", "ttftMs"),
+_STEP_FIELDS = (("step", "step"), ("status", "status"), ("finish_reason", "finishReason"),
+                ("input_tokens", "inputTokens"), ("output_tokens", "outputTokens"),
+                ("latency_ms", "latencyMs"), ("ttft_ms", "ttftMs"), ("tool_calls", "toolCalls"),
                 ("chars", "chars"), ("words", "words"))  # fmt: skip
 
 

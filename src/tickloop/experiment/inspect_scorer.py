@@ -20,10 +20,12 @@ from inspect_ai.solver import TaskState
 
 @scorer(metrics=[mean(), stderr()])
 def words_per_step() -> Scorer:
-    """Mean whitespace-separated words of the replies to the time steps (0 for a session without any)."""
+    """Mean whitespace-separated words of the replies to the time steps (0 for a session without any);
+    step 0, the reply to the opening, is the baseline and not a time step."""
 
     async def score(state: TaskState, target: Target) -> Score:  # noqa: ARG001  (no target: a measure)
-        words = [s["words"] for s in state.metadata.get("steps", []) if s.get("words") is not None]
+        steps = state.metadata.get("steps", [])
+        words = [s["words"] for s in steps if s.get("step", 1) > 0 and s.get("words") is not None]
         value = statistics.fmean(words) if words else 0.0
         return Score(value=value, explanation=f"{len(words)} time steps, words {words}")
 

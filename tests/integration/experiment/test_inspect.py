@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import hashlib
 import json
 import os
 import re
@@ -24,6 +25,7 @@ from tickloop.experiment.inspect_log import export_inspect
 from tickloop.experiment.runner import Runner
 from tickloop.experiment.spec import parse_spec
 from tickloop.protocol.envelope import PLUGIN_NAME
+from tickloop.testing.openai_server import MODEL_ID, OpenAIServer, Reply
 
 SPEC = b"""
 name = "ix"
@@ -103,8 +105,10 @@ def _check_sample(run: Path, sample: Any, factors: dict[str, Any], *, redacted: 
     assert meta["status"] == "complete"
     assert meta["end_rule"]
     assert meta["verify"]["ok"]
-    assert [s["step"] for s in meta["steps"]] == [1, 2]
+    assert [s["step"] for s in meta["steps"]] == [0, 1, 2]  # step 0: the opening's reply, the baseline
     assert all(s["latency_ms"] > 0 for s in meta["steps"])
+    assert meta["cause"] is None
+    assert meta["error"] is None
     records = [
         r for r in _transcript(run, meta["session"]) if r["type"] in ("message", "tool_calls", "tool_result")
     ]
@@ -123,6 +127,61 @@ def _check_sample(run: Path, sample: Any, factors: dict[str, Any], *, redacted: 
     assert all(m.metadata["tickloop"]["plugin"] == PLUGIN_NAME for m in steps)
     with_tools = [m for m in sample.messages if m.role == "assistant" and m.tool_calls]
     assert bool(with_tools) == (meta["tools"] == "workspace")
+
+
+ENDPOINT_SPEC = b"""
+name = "ih"
+opening = ["Wait for time steps."]
+policies = ["default"]
+models = ["ep"]
+steps = 1
+replicates = 2
+temperature = [0.0, 0.9]
+"""
+
+
+def test_each_header_carries_the_model_ids_and_the_generation_settings_sent(tmp_path: Path) -> None:
+    """Against an endpoint, each cell's header names the configured and the returned model ids, the
+    temperature its requests carried and the endpoint's max_tokens (top_p and seed: not sent), as the
+    dataset's provenance does; a refused session's sample carries its cause code and no raw error."""
+    import asyncio  # noqa: PLC0415
+
+    from inspect_ai.log import read_eval_log  # noqa: PLC0415
+
+    with OpenAIServer(default=Reply.text("fine answer")) as server:
+        server.script(Reply.error(429, "slow down"))  # the first session's opening: refused
+        config = tmp_path / "config.toml"
+        config.write_text(
+            f'[model.endpoints.ep]\nbaseUrl = "{server.base_url}"\nmodel = "requested-id"\n'
+            "temperature = 0.25\nmaxTokens = 64\n",
+            encoding="utf-8",
+        )
+        settings = load_settings(env={}, path=config)
+        runner = Runner(parse_spec(ENDPOINT_SPEC, where="s"), tmp_path / "run", settings=settings, env={},
+                        concurrency=1)  # fmt: skip
+        summary = asyncio.run(runner.run())
+    assert summary.statuses == {"complete": 3, "refused": 1}
+    export_inspect([tmp_path / "run"], tmp_path / "logs")
+    logs = [read_eval_log(str(p)) for p in sorted((tmp_path / "logs").glob("*.eval"))]
+    assert len(logs) == 2
+    opening = "sha256:" + hashlib.sha256(b"Wait for time steps.").hexdigest()
+    causes = []
+    for log in logs:
+        meta, level = log.eval.metadata or {}, log.eval.task_args["temperature"]
+        assert (meta["model_id"], meta["returned_model_ids"]) == ("requested-id", [MODEL_ID])
+        assert meta["generation"] == {"temperature": level, "top_p": None, "seed": None, "max_tokens": 64}
+        assert (log.eval.model_generate_config.temperature, log.eval.model_generate_config.max_tokens) == (
+            level,
+            64,
+        )
+        assert meta["opening_sha256"] == {"default": [opening]}
+        assert log.samples is not None
+        causes += [(s.metadata["cause"], s.metadata["error"]) for s in log.samples]
+    assert sorted(level for log in logs for level in [log.eval.task_args["temperature"]]) == [0.0, 0.9]
+    refused = [(cause, error) for cause, error in causes if cause is not None]
+    assert [cause for cause, _ in refused] == ["http_429"]
+    assert refused[0][1]["hash"].startswith("hmac-sha256:")
+    assert "slow down" not in refused[0][1]["text"]
 
 
 def test_samples_df_gives_one_row_per_session(run: Path, tmp_path: Path) -> None:
@@ -149,7 +208,8 @@ def test_the_example_scorer_scores_a_redacted_log(run: Path, tmp_path: Path) -> 
     scored = score(read_eval_log(str(path)), inspect_scorer.words_per_step(), display="none")
     assert scored.samples is not None
     for sample in scored.samples:
-        words = [s["words"] for s in sample.metadata["steps"]]
+        words = [s["words"] for s in sample.metadata["steps"] if s["step"] > 0]
+        assert len(words) == 2
         assert sample.scores is not None
         assert sample.scores["words_per_step"].value == pytest.approx(sum(words) / len(words))
     assert scored.results is not None
@@ -170,17 +230,19 @@ SECRET_KEY = "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
 
 @pytest.mark.parametrize("keep_text", [False, True])
 def test_inspect_logs_leak_nothing_planted(tmp_path: Path, *, keep_text: bool) -> None:
-    """Secrets, paths, host and user names and wall-clock times planted in a run appear in no byte of
-    any exported log (every member of the .eval archive), with or without --keep-text."""
+    """Secrets, paths, this machine's host and user names where they name it (the scrubber's rules,
+    as in every format), the run's key and wall-clock times planted in a run appear in no byte of any
+    exported log (every member of the .eval archive), with or without --keep-text."""
     import asyncio  # noqa: PLC0415
 
     host, user = socket.gethostname(), getpass.getuser()
-    planted = [SECRET_KEY, "/home/alice/private/notes.md", host, user]
+    planted = [SECRET_KEY, "/home/alice/private/notes.md", host, f"{user}@{host}", f"/home/{user}/"]
     spec = (
         'name = "leak"\n'
         f'opening = ["My key is {SECRET_KEY}, notes in /home/alice/private/notes.md on {host}."]\n'
         f'policies = ["planted"]\nmodels = ["offline"]\nsteps = 2\n'
-        f'[inlinePolicies]\nplanted = "tick; key {SECRET_KEY} host {host} user {user}"\n'
+        f'[inlinePolicies]\nplanted = "tick; key {SECRET_KEY} host {host} '
+        f'login {user}@{host} home /home/{user}/"\n'
     )
     config = tmp_path / "config.toml"
     config.write_text("[model.offline]\necho = true\n", encoding="utf-8")
@@ -200,13 +262,14 @@ def test_inspect_logs_leak_nothing_planted(tmp_path: Path, *, keep_text: bool) -
     for secret in planted:
         if len(secret) >= 3:
             assert secret.encode() not in blob, f"{secret!r} leaked"
+    assert (out / "run.key").read_bytes().strip() not in blob, "the run's secret leaked"
     assert not re.search(rb"20\d\d-\d\d-\d\dT\d\d:\d\d", blob), "a wall-clock timestamp leaked"
     report = (target / "REDACTION.md").read_text()
     if keep_text:
         assert b"<secret>" in blob
         assert re.search(r"\| secret \| [1-9]", report)
     else:
-        assert re.search(r"\| text \(replaced by sha256 and length\) \| [1-9]", report)
+        assert re.search(r"\| text \(replaced by keyed digest and length\) \| [1-9]", report)
 
 
 def _free_port() -> int:
