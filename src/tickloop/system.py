@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
 
 
@@ -21,6 +20,8 @@ def is_loopback_host(host: str) -> bool:
     """True for ``localhost`` and loopback addresses (127.0.0.0/8, ::1)."""
     if host == "localhost":
         return True
+    import ipaddress  # noqa: PLC0415  (only a host check pays for it; every store opens this module)
+
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:

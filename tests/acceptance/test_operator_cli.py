@@ -91,20 +91,35 @@ def test_task_intent_and_approval_flow(cli: Cli) -> None:
 
 
 def test_intents_added_by_hand_are_gated_at_once(cli: Cli) -> None:
-    """A reversible note is ready at once; a blocked type is blocked; neither can be approved."""
+    """A reversible note is ready at once and cannot be approved; a type no handler carries out
+    (`emial`, `draft`, `wire_transfer`) is refused with the valid types, and nothing is stored."""
     note = cli.json("intents", "add", "--profile", "me", "--type", "note", "--title", "n")
     assert (note["status"], note["verdict"]) == ("ready", "allowed")
     assert "requires_approval" in cli.fails("approve", str(note["id"]), "--profile", "me")
-    wire = cli.json("intents", "add", "--profile", "me", "--type", "wire_transfer", "--title", "w")
-    assert (wire["status"], wire["verdict"]) == ("blocked", "blocked")
-    assert "blocked by the gate" in cli.fails("approve", str(wire["id"]), "--profile", "me")
+    for typo in ("emial", "draft", "wire_transfer"):
+        refused = cli.fails("intents", "add", "--profile", "me", "--type", typo, "--title", "w")
+        assert f"unknown action type {typo!r}: use one of note, wiki_write, draft_prep" in refused
+    assert [i["id"] for i in cli.json("intents", "--profile", "me")] == [note["id"]]
+
+
+def test_an_email_needs_one_recipient_and_a_body_when_it_is_added(cli: Cli) -> None:
+    """`intents add --type email` refuses two recipients or no body at once (exit 2): it never
+    reaches the approval queue to fail after the person approved it."""
+    two = cli.fails("intents", "add", "--profile", "me", "--type", "email", "--title", "Hi",
+                    "--recipient", "a@b.org, c@d.org", "--payload", '{"body": "hello"}')  # fmt: skip
+    assert "exactly one address" in two
+    bodiless = cli.fails("intents", "add", "--profile", "me", "--type", "email", "--title", "Hi",
+                         "--recipient", "a@b.org")  # fmt: skip
+    assert "payload.body is required" in bodiless
+    assert cli.json("intents", "--profile", "me") == []
+    assert "one of note, wiki_write, draft_prep" in cli.run("intents", "add", "--help").stdout
 
 
 def test_approve_and_deny_an_intent_awaiting_approval(cli: Cli) -> None:
     """An email staged by hand waits for the person; approving it works once, then deny refuses."""
     intent = cli.json(
         "intents", "add", "--profile", "me", "--type", "email", "--title", "Hi",
-        "--recipient", "a@example.org",
+        "--recipient", "a@example.org", "--payload", '{"body": "hello"}',
     )  # fmt: skip
     assert intent["status"] == "requires_approval"
     decision = cli.json("approve", str(intent["id"]), "--profile", "me", "--note", "ok", "--by", "me")
@@ -140,7 +155,7 @@ def test_sql_metacharacters_are_kept_verbatim(cli: Cli) -> None:
     """SQL in titles, notes and payloads is stored as text and the store still works."""
     task = cli.json("task", "add", METACHARS, "--notes", METACHARS, "--profile", "me")
     intent = cli.json(
-        "intents", "add", "--profile", "me", "--type", METACHARS, "--title", METACHARS,
+        "intents", "add", "--profile", "me", "--type", "note", "--title", METACHARS,
         "--payload", json.dumps({METACHARS: METACHARS}),
     )  # fmt: skip
     assert (task["title"], task["notes"], intent["title"]) == (METACHARS, METACHARS, METACHARS)
@@ -183,7 +198,7 @@ def test_invalid_utf8_argument_exits_2(cli: Cli) -> None:
 def test_another_profiles_intent_is_not_found(cli: Cli) -> None:
     """An intent id from one profile cannot be approved from another."""
     cli.run("init", "--profile", "other", "--goal", "g")
-    intent = cli.json("intents", "add", "--profile", "me", "--type", "n", "--title", "t")
+    intent = cli.json("intents", "add", "--profile", "me", "--type", "note", "--title", "t")
     assert f"no intent {intent['id']} in profile 'other'" in cli.fails(
         "approve", str(intent["id"]), "--profile", "other"
     )

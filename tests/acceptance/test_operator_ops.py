@@ -116,3 +116,35 @@ def test_init_with_flags_creates_tasks_and_writes_settings(tmp_path: Path) -> No
     )
     assert refused.returncode == 2
     assert "environment variable" in refused.stderr
+
+
+def test_install_reads_cadences_in_the_profiles_timezone_and_says_why(tmp_path: Path) -> None:
+    """Without [schedule] timezone, `install --cron` and `--systemd` use the profile's timezone (not
+    UTC) and say so on stderr; with no such profile they keep UTC and say why."""
+    env = env_for(tmp_path)
+    made = tickloop(env, "operator", "init", "--profile", "ada", "--goal", "g", "--timezone", "Europe/Berlin")
+    assert made.returncode == 0, made.stderr
+    cron = tickloop(env, "operator", "install", "--cron", "--profile", "ada")
+    assert cron.stdout.startswith("CRON_TZ=Europe/Berlin\n")
+    assert "profile ada's timezone" in cron.stderr
+    units = tickloop(
+        env, "operator", "install", "--systemd", "--profile", "ada", "--dir", str(tmp_path / "u")
+    )
+    assert " Europe/Berlin\n" in (tmp_path / "u" / "tickloop-fast@.timer").read_text()
+    assert units.returncode == 0, units.stderr
+    other = tickloop(env, "operator", "install", "--cron", "--profile", "nobody")
+    assert other.stdout.startswith("CRON_TZ=UTC\n")
+    assert "profile nobody is not in the store" in other.stderr
+
+
+def test_the_scheduler_logs_one_line_per_kind(tmp_path: Path) -> None:
+    """`operator run --once` logs its cadences one kind per line, with the zone they are read in."""
+    env = env_for(tmp_path, config='[schedule]\nfast = "*/45 * * * *"\n')
+    assert tickloop(env, "operator", "init", "--goal", "g").returncode == 0
+    ran = tickloop(env, "operator", "run", "--once")
+    assert ran.returncode == 0, ran.stderr
+    assert "cadences read in UTC:" in ran.stderr
+    lines = [line.split("] ", 1)[1] for line in ran.stderr.splitlines() if "] " in line]
+    assert "  fast        */45 * * * *" in lines
+    assert any(line.startswith("  monitor     ") for line in lines)
+    assert "{" not in ran.stderr.split("scheduler started")[1].split("\n")[0]

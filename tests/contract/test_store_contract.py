@@ -821,3 +821,100 @@ def test_observations_window_is_newest_first_by_observation_time(store: Store) -
     assert [o.id for o in store.list_observations("p", since=NOW)] == [same.id, late.id, mid.id]
     assert [o.id for o in store.list_observations("p", since=LATER + timedelta(seconds=1))] == []
     assert [o.id for o in store.list_observations("p", limit=1)] == [same.id]
+
+
+# -- the person's way back from a dead end ---------------------------------------------------------
+
+
+def _ended(store: Store, status: IntentStatus, verdict: Verdict = Verdict.REQUIRES_APPROVAL) -> int:
+    """An intent claimed from approved (or ready) and ended at ``status`` by its executor."""
+    intent_id = staged(store, verdict)
+    if verdict is Verdict.REQUIRES_APPROVAL:
+        store.decide("p", intent_id, DecisionKind.APPROVE, by="ann", now=NOW)
+    [claimed] = store.claim_intents("p", owner="ex", now=NOW, limit=1)
+    if status is S.SENT:  # a send ends from inside the side-effect zone
+        store.mark_sending("p", claimed.id, owner="ex", now=NOW)
+    store.finish_intent("p", claimed.id, status, owner="ex", now=NOW, result={"why": "x"})
+    return intent_id
+
+
+@pytest.mark.parametrize(
+    ("start", "verdict", "kind", "target"),
+    [
+        (S.FAILED, Verdict.REQUIRES_APPROVAL, DecisionKind.RETRY, S.APPROVED),
+        (S.FAILED, Verdict.ALLOWED, DecisionKind.RETRY, S.READY),
+        (S.NEEDS_HUMAN, Verdict.REQUIRES_APPROVAL, DecisionKind.RETRY, S.APPROVED),
+        (S.NEEDS_HUMAN, Verdict.REQUIRES_APPROVAL, DecisionKind.DONE_BY_HAND, S.COMPLETED),
+        (S.NEEDS_HUMAN, Verdict.REQUIRES_APPROVAL, DecisionKind.DID_NOT_HAPPEN, S.FAILED),
+    ],
+)
+def test_a_reconciling_decision_moves_the_intent_and_is_linked(
+    store: Store, start: IntentStatus, verdict: Verdict, kind: DecisionKind, target: IntentStatus
+) -> None:
+    """Retry, done by hand and did not happen are decisions: recorded, linked, the claim cleared."""
+    intent_id = _ended(store, start, verdict)
+    decision, moved = store.reconcile("p", intent_id, kind, by="ann", now=LATER, note="fixed")
+    assert (decision.kind, decision.intent_id, decision.note) == (kind, intent_id, "fixed")
+    assert (moved.status, moved.decision_id, moved.claim_owner, moved.claim_prior) == (
+        target,
+        decision.id,
+        None,
+        None,
+    )
+    assert moved.handoff is (kind is DecisionKind.DONE_BY_HAND)
+    assert store.get_decision("p", decision.id) == decision
+    retried = store.sanctioned_retries("p", since=NOW)
+    assert [(i.id, d) for i, d in retried] == (
+        [(intent_id, decision.id)] if kind is DecisionKind.RETRY else []
+    )
+
+
+@pytest.mark.parametrize(
+    ("start", "kind"),
+    [
+        (S.SENT, DecisionKind.RETRY),
+        (S.COMPLETED, DecisionKind.RETRY),
+        (S.FAILED, DecisionKind.DONE_BY_HAND),
+        (S.FAILED, DecisionKind.DID_NOT_HAPPEN),
+        (S.SENT, DecisionKind.DONE_BY_HAND),
+        (S.NEEDS_HUMAN, DecisionKind.APPROVE),
+    ],
+)
+def test_a_reconciling_decision_elsewhere_is_refused_and_records_nothing(
+    store: Store, start: IntentStatus, kind: DecisionKind
+) -> None:
+    """Only the listed dead ends can be reconciled: anything else raises and leaves no decision."""
+    intent_id = _ended(store, start)
+    before = store.get_intent("p", intent_id)
+    with pytest.raises(TransitionError):
+        store.reconcile("p", intent_id, kind, by="ann", now=LATER)
+    assert store.get_intent("p", intent_id) == before
+    assert store.sanctioned_retries("p", since=NOW) == []
+
+
+def test_a_preview_keeps_the_status_and_loses_to_a_move(store: Store) -> None:
+    """A dry pass's preview is written only while the intent is still where the pass saw it."""
+    intent_id = staged(store)
+    assert store.record_preview("p", intent_id, {"dry_run": True}, expected=S.READY) is True
+    after = store.get_intent("p", intent_id)
+    assert (after.status, after.result, after.updated_at) == (S.READY, {"dry_run": True}, NOW)
+    assert store.record_preview("p", intent_id, {"dry_run": True, "x": 1}, expected=S.APPROVED) is False
+    assert store.get_intent("p", intent_id).result == {"dry_run": True}
+
+
+def test_an_ending_clears_dry_run(store: Store) -> None:
+    """An intent is dry_run until an executor ends it; the ending (only armed passes end) clears it."""
+    intent_id = staged(store)
+    assert store.get_intent("p", intent_id).dry_run is True
+    [claimed] = store.claim_intents("p", owner="ex", now=NOW, limit=1)
+    store.finish_intent("p", claimed.id, S.COMPLETED, owner="ex", now=NOW)
+    assert store.get_intent("p", intent_id).dry_run is False
+
+
+def test_update_profile_changes_only_what_is_given(store: Store) -> None:
+    """`update_profile` keeps a field passed as None and names a missing profile."""
+    made = store.update_profile("p", timezone="Europe/Berlin")
+    assert (made.timezone, made.display_name) == ("Europe/Berlin", store.get_profile("p").display_name)
+    assert store.update_profile("p", display_name="Ann").timezone == "Europe/Berlin"
+    with pytest.raises(NotFoundError):
+        store.update_profile("ghost", timezone="UTC")

@@ -73,3 +73,16 @@ def test_the_tick_path_never_imports_the_mcp_sdk(tmp_path: Path) -> None:
             [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, timeout=120
         )
         assert "LOADED []" in done.stdout, (args, done.stdout, done.stderr)
+
+
+def test_the_executor_staging_and_monitor_modules_load_without_smtplib_ssl_email_or_click() -> None:
+    """Importing the executor tick, the one staging path (the fast tick's) and the monitor's fast path
+    loads no smtplib, ssl, email or click: those load only when a mail is built or sent."""
+    out = run(
+        "import sys\n"
+        "import tickloop.operator.ticks.executor, tickloop.operator.staging\n"
+        "import tickloop.cli.monitor_once, tickloop.cli.tick_once, tickloop.notify.base\n"
+        "heavy = ('smtplib', 'ssl', 'email.message', 'email.parser', 'click')\n"
+        "print('LOADED', sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    assert "LOADED []" in out

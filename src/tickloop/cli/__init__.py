@@ -33,6 +33,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             request = tick_once.parse(args[2:])
             if request is not None:
                 return tick_once.run(request)
+        if args[:2] == ["operator", "monitor"]:
+            from tickloop.cli import monitor_once  # noqa: PLC0415  (the monitor's timer: no click either)
+
+            wanted = monitor_once.parse(args[2:])
+            if wanted is not None:
+                return monitor_once.run(wanted)
         from tickloop.cli.app import run  # noqa: PLC0415  (click, for everything else)
 
         return run(args)

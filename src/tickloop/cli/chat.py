@@ -23,6 +23,7 @@ from tickloop.audit import session_file_name
 from tickloop.cli.chat_render import Renderer
 from tickloop.cli.sessions import sessions_dir_option
 from tickloop.config import load_settings
+from tickloop.config_sections import check_config
 from tickloop.harness import (
     Agent,
     ChatPresence,
@@ -79,6 +80,7 @@ def chat(
 ) -> None:
     """Chat with a model. Lines starting with / are commands (/help); they never reach the model."""
     settings = load_settings()
+    check_config(settings, model=model_name or settings.model.name)  # a typo anywhere exits 2 now
     tick_settings = settings.tick
     if audit_dir is not None:
         tick_settings = msgspec.structs.replace(tick_settings, audit_dir=str(audit_dir))

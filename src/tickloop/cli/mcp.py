@@ -65,8 +65,11 @@ def serve(
 ) -> None:
     """Serve the MCP face: on stdio (for Claude Desktop, Claude Code, Cursor) or streamable HTTP
     on 127.0.0.1 with a bearer token (`tickloop mcp token`)."""
+    from tickloop.config import load_settings  # noqa: PLC0415
+    from tickloop.config_sections import check_config  # noqa: PLC0415
     from tickloop.mcp.run import serve as run_serve  # noqa: PLC0415
 
+    check_config(load_settings())  # a typo in any section exits 2 now, naming the key
     options = http.Options(
         host=host,
         port=port,

@@ -20,7 +20,7 @@ import click
 from tickloop.cli.app import LazyGroup
 from tickloop.errors import ValidationError
 from tickloop.inert import inert
-from tickloop.operator.domain import DecisionKind, IntentStatus
+from tickloop.operator.domain import DecisionKind, check_timezone
 from tickloop.operator.store import Store
 from tickloop.operator.store._rows import iso as utc_iso
 
@@ -105,6 +105,8 @@ OPERATOR_COMMANDS = {
     "attention": "tickloop.cli.operator_monitor:attention",
     "digest": "tickloop.cli.operator_monitor:digest",
     "eval": "tickloop.cli.operator_eval:eval_command",
+    "intents": "tickloop.cli.operator_intents:intents",
+    "profile": "tickloop.cli.operator_profile:profile",
 }
 
 
@@ -162,6 +164,7 @@ def init(
         if from_file is not None
         else InitSpec(str(goal_title), body, {}, display_name, timezone)
     )
+    check_timezone(spec.timezone)  # before anything is created or written
     quiet_hours = onboarding.parse_quiet(quiet) if quiet else None
     picked = onboarding.parse_channel(channel) if channel else None
     with _store(create=True) as store:
@@ -378,61 +381,6 @@ def plan(*, profile: str, as_json: bool) -> None:
 
 
 # -- intents ---------------------------------------------------------------------------------------
-
-
-@operator.group(invoke_without_command=True)
-@profile_option
-@click.option("--status", type=click.Choice([s.value for s in IntentStatus]), help="Only this status.")
-@click.option("--limit", type=click.IntRange(1, 10_000), default=100, show_default=True)
-@json_option
-@click.pass_context
-def intents(ctx: click.Context, *, profile: str, status: str | None, limit: int, as_json: bool) -> None:
-    """List intents, newest first (or stage one by hand with `intents add`)."""
-    if ctx.invoked_subcommand is not None:
-        return
-    with _profile_store(profile) as store:
-        found = store.list_intents(
-            profile, status=None if status is None else IntentStatus(status), limit=limit
-        )
-    if as_json:
-        _emit_json(found)
-        return
-    rows = [
-        (i.id, i.status, i.tier, i.action_type, i.title, i.recipient, i.origin.tick_kind, i.decision_id)
-        for i in found
-    ]
-    columns = ["id", "status", "tier", "type", "title", "recipient", "origin", "decision"]
-    _table(f"intents of {profile}", columns, rows)
-
-
-@intents.command("add")
-@profile_option
-@click.option("--type", "action_type", required=True, help="Action type, e.g. note, draft, email.")
-@click.option("--title", required=True)
-@click.option("--recipient", default="")
-@click.option("--payload", default="{}", help="JSON object.")
-@json_option
-def intents_add(
-    *, profile: str, action_type: str, title: str, recipient: str, payload: str, as_json: bool
-) -> None:
-    """Stage an action by hand. The gate stamps it at once: ready, waiting for your approval, or blocked."""
-    from tickloop.operator import staging  # noqa: PLC0415
-    from tickloop.operator.service import parse_payload, stage_draft  # noqa: PLC0415
-
-    draft = staging.Draft(
-        action_type=action_type,
-        title=title,
-        recipient=recipient,
-        payload=parse_payload(payload, where="--payload"),
-        origin=staging.ORIGIN_CLI,
-    )
-    with _profile_store(profile) as store:
-        made, stamp = stage_draft(store, profile, draft, now=_now())
-    if as_json:
-        _emit_json(made)
-    else:
-        reasons = inert("; ".join(stamp.reasons), keep_newlines=False)
-        click.echo(f"intent {made.id} staged: {made.status} ({reasons})")
 
 
 def _decide(

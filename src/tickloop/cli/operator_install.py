@@ -33,7 +33,14 @@ def install(target: str | None, profile: str, directory: Path | None, env_file: 
 
     if target is None:
         raise click.UsageError("pick one of --systemd, --cron, --kubernetes")
-    schedule = section(load_settings(), "schedule", ScheduleSettings)
+    settings = load_settings()
+    schedule, why = generate.pick_timezone(
+        section(settings, "schedule", ScheduleSettings),
+        configured="timezone" in settings.schedule,
+        profile=profile,
+        profile_zone=_profile_zone(profile),
+    )
+    click.echo(why, err=True)  # stderr: --cron's stdout is the crontab itself
     env_path = str(Path(env_file).expanduser())
     if target == "cron":
         click.echo(
@@ -59,6 +66,20 @@ def install(target: str | None, profile: str, directory: Path | None, env_file: 
     timers = " ".join(f"tickloop-{k}@{profile}.timer" for k in ("fast", "slow", "consolidate", "monitor"))
     click.echo(f"enable: systemctl --user daemon-reload && systemctl --user enable --now {timers}")
     click.echo("the executor timer is written but NOT enabled, and pinned to dry-run (TICKLOOP_DRY_RUN=1)")
+
+
+def _profile_zone(profile: str) -> str | None:
+    """The profile's stored timezone if the store has the profile and the zone is valid, else None."""
+    from tickloop.errors import TickloopError  # noqa: PLC0415
+    from tickloop.operator.service import open_configured_store  # noqa: PLC0415
+
+    try:
+        with open_configured_store() as store:
+            found = store.get_profile(profile)
+            found.zone()
+    except TickloopError:
+        return None
+    return found.timezone
 
 
 def _verify(directory: Path, names: list[str], profile: str) -> None:

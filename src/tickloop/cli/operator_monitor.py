@@ -24,26 +24,12 @@ def monitor(profile: str | None, all_profiles: bool) -> None:  # noqa: FBT001  (
     is reachable), and the next runs back off for [monitor] errorBackoffMin minutes. It runs on its
     own timer (the schedule's `monitor` cadence: every 5 minutes by default).
     """
+    from tickloop.cli import monitor_once  # noqa: PLC0415
+
     if profile is not None and all_profiles:
         click.echo("monitor: --profile and --all are exclusive; running for every profile", err=True)
         profile = None
-    from tickloop.config import load_settings  # noqa: PLC0415
-    from tickloop.operator.monitor import run_monitor  # noqa: PLC0415
-    from tickloop.operator.service import open_configured_store  # noqa: PLC0415
-
-    report = run_monitor(
-        open_store=open_configured_store,
-        load_settings=load_settings,
-        now=_now(),
-        env=os.environ,
-        profiles=None if profile is None else [profile],
-        log=lambda line: click.echo(line, err=True),
-    )
-    if report is not None:
-        sent = sum(1 for _, _, ok in report.notices if ok)
-        flagged, notices = report.profiles, len(report.notices)
-        click.echo(f"monitor: {flagged} profile(s) flagged, {notices} notice(s), {sent} delivered")
-    sys.exit(0)
+    sys.exit(monitor_once.run(monitor_once.MonitorRequest(None if profile is None else (profile,))))
 
 
 @click.command()

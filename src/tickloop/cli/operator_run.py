@@ -55,7 +55,9 @@ def run(profile: str, all_profiles: bool, once: bool, until: datetime | None) ->
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, scheduler.stop)
-        log(f"scheduler started for {', '.join(profiles)}: {schedule.cadences()}")
+        log(f"scheduler started for {', '.join(profiles)}; cadences read in {schedule.timezone}:")
+        for kind, expr in schedule.cadences().items():  # one line per kind, not a dict's repr
+            log(f"  {kind:<11} {expr}")
         await (scheduler.run_once() if once else scheduler.run(until=stop_at))
         log("scheduler stopped")
 

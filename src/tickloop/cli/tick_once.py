@@ -18,6 +18,8 @@ from tickloop.operator.runner import TICKS
 PROFILE_ENV = "TICKLOOP_PROFILE"
 DEFAULT_PROFILE = "default"
 _VALUED = ("--profile", "--day")
+#: The ticks that ask the model: a model name nothing defines fails them at start.
+MODEL_TICKS = frozenset({"fast", "slow", "consolidate"})
 
 
 class TickRequest(NamedTuple):
@@ -64,11 +66,14 @@ def parse(args: Sequence[str], env: Mapping[str, str] = os.environ) -> TickReque
 def run(request: TickRequest) -> int:
     """Run the tick, print its row's one-line summary, and return the process exit code."""
     from tickloop.config import load_settings  # noqa: PLC0415
+    from tickloop.config_sections import check_config  # noqa: PLC0415
     from tickloop.inert import inert  # noqa: PLC0415
     from tickloop.operator.runner import run_tick  # noqa: PLC0415
     from tickloop.operator.service import open_configured_store  # noqa: PLC0415
 
     settings = load_settings()
+    # Before any row: a configuration error is the process's start failing (exit 2, naming the key).
+    check_config(settings, model=settings.model.name if request.kind in MODEL_TICKS else None)
     options: dict[str, object] = {"dry_run": request.dry_run}
     if request.day is not None:
         options["day"] = request.day

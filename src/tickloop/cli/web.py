@@ -81,6 +81,9 @@ def web(
     from tickloop.web.server import allowed_hosts, serve  # noqa: PLC0415
 
     settings = load_settings()
+    from tickloop.config_sections import check_config  # noqa: PLC0415
+
+    check_config(settings)  # a typo in any section exits 2 now, naming the key
     store = open_store(settings.store.url)
     try:
         scope = None if all_profiles else [profile or os.environ.get("TICKLOOP_PROFILE") or "default"]

@@ -18,22 +18,19 @@ TOML (``[smtp]``)::
 
 from __future__ import annotations
 
-import smtplib
-import ssl
 from collections.abc import Callable
-from dataclasses import dataclass
-from email import policy
-from email.message import EmailMessage
-from email.parser import BytesParser
-from email.utils import getaddresses, make_msgid
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal, NamedTuple
 
 import msgspec
 
 from tickloop.errors import ConfigError, DeliveryError, HandlerError, RecipientError
 from tickloop.notify.address import clean_subject, validate_recipient
 from tickloop.system import is_loopback_host
+
+if TYPE_CHECKING:  # smtplib, ssl and email cost more than a bare interpreter: only a send imports them
+    import smtplib
+    from email.message import EmailMessage
 
 _STRUCT = {"frozen": True, "forbid_unknown_fields": True, "rename": "camel", "kw_only": True}
 
@@ -90,8 +87,7 @@ def parse_smtp_settings(data: object) -> SmtpSettings:
         raise ConfigError(f"invalid [smtp] settings: {exc}") from None
 
 
-@dataclass(frozen=True, slots=True)
-class PreparedMail:
+class PreparedMail(NamedTuple):
     """A message that passed every check and is ready for ``deliver``."""
 
     sender: str
@@ -116,6 +112,10 @@ def prepare(
     address = validate_recipient(recipient, allow_international=smtp.allow_international)
     from_addr = _allowed_sender(smtp, sender)
     _check_body(body)
+    from email import policy  # noqa: PLC0415  (only when a mail is built)
+    from email.message import EmailMessage  # noqa: PLC0415
+    from email.utils import make_msgid  # noqa: PLC0415
+
     message = EmailMessage(policy=policy.SMTP)
     message["From"] = from_addr
     message["To"] = address
@@ -148,6 +148,10 @@ def _allowed_sender(smtp: SmtpSettings, sender: str | None) -> str:
 
 
 def _prove_one_recipient(message: EmailMessage, address: str, subject: str) -> None:
+    from email import policy  # noqa: PLC0415
+    from email.parser import BytesParser  # noqa: PLC0415
+    from email.utils import getaddresses  # noqa: PLC0415
+
     # Re-parse the exact bytes that would go on the wire: what a server sees is what we check.
     parsed = BytesParser(policy=policy.default).parsebytes(message.as_bytes())
     headers = [(name, value) for name in _RECIPIENT_HEADERS for value in parsed.get_all(name, [])]
@@ -162,6 +166,8 @@ def _prove_one_recipient(message: EmailMessage, address: str, subject: str) -> N
 
 def deliver(smtp: SmtpSettings, mail: PreparedMail, secret: SecretLookup) -> str:
     """Send ``mail``; return its Message-ID. Raises DeliveryError (never with the password in it)."""
+    import smtplib  # noqa: PLC0415  (only when a mail is sent)
+
     password = check_credentials(smtp, secret)
     try:
         with _connect(smtp) as client:
@@ -190,6 +196,9 @@ def check_credentials(smtp: SmtpSettings, secret: SecretLookup) -> str | None:
 
 
 def _connect(smtp: SmtpSettings) -> smtplib.SMTP:
+    import smtplib  # noqa: PLC0415
+    import ssl  # noqa: PLC0415
+
     # Certificates and host names are always verified; ca_file only changes whom we trust.
     context = ssl.create_default_context(
         cafile=str(Path(smtp.ca_file).expanduser()) if smtp.ca_file else None

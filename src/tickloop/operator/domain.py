@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from tickloop.errors import ValidationError
+
+if TYPE_CHECKING:  # zoneinfo pulls in sysconfig: only what reads a zone imports it
+    from zoneinfo import ZoneInfo
 
 #: The largest intent payload / observation payload / note the store accepts, in UTF-8 bytes.
 MAX_TEXT_BYTES = 4 * 1024 * 1024
@@ -107,10 +110,13 @@ class StepStatus(StrEnum):
 
 
 class DecisionKind(StrEnum):
-    """A person's answer to an intent that requires approval."""
+    """A person's answer to an intent: approval, or the way back from a dead end."""
 
     APPROVE = "approve"  #: the intent may be executed
     DENY = "deny"  #: the intent is dropped
+    RETRY = "retry"  #: a failed or needs_human intent goes back to the executor (a sanctioned retry)
+    DONE_BY_HAND = "done_by_hand"  #: needs_human reconciled: the person did it; the intent is completed
+    DID_NOT_HAPPEN = "did_not_happen"  #: needs_human reconciled: nothing happened; the intent failed
 
 
 def check_text(name: str, value: str, *, limit: int = MAX_TEXT_BYTES) -> str:
@@ -126,6 +132,18 @@ def check_text(name: str, value: str, *, limit: int = MAX_TEXT_BYTES) -> str:
     return value
 
 
+def check_timezone(name: str, *, where: str = "--timezone") -> ZoneInfo:
+    """The IANA zone ``name`` names, or a ``ValidationError`` naming ``where`` (checked at entry)."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # noqa: PLC0415
+
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError, TypeError):
+        raise ValidationError(
+            f"{where}: {name!r} is not an IANA timezone (e.g. Europe/Berlin, America/New_York, UTC)"
+        ) from None
+
+
 class Profile(msgspec.Struct, frozen=True):
     """One person's operator; every other row belongs to exactly one profile."""
 
@@ -133,6 +151,11 @@ class Profile(msgspec.Struct, frozen=True):
     display_name: str
     timezone: str
     created_at: datetime
+
+    def zone(self) -> ZoneInfo:
+        """The profile's zone; a stored value that names none is one clear error saying how to fix it."""
+        where = f"profile {self.name!r}: stored timezone (fix: tickloop operator profile set --timezone ZONE)"
+        return check_timezone(self.timezone, where=where)
 
 
 class GoalModel(msgspec.Struct, frozen=True):
@@ -217,7 +240,9 @@ class Intent(msgspec.Struct, frozen=True):
     claim_owner: str | None
     claimed_at: datetime | None
     claim_prior: IntentStatus | None
+    #: True until an armed executor ends it (a dry pass never does); False once something really ran
     dry_run: bool
+    #: the ending's record, or a dry pass's ``{"dry_run": true, "preview": ...}`` (status unchanged)
     result: dict[str, Any] | None
     handoff: bool
     origin: IntentOrigin

@@ -46,6 +46,15 @@ NEXT: dict[IntentStatus, str] = {
     IntentStatus.SENDING: "an executor is performing it; the outcome is unknown until it ends",
 }
 
+#: The dead ends only the person can open (``intents.RECONCILE``): what they can do next.
+WAY_BACK: dict[IntentStatus, str] = {
+    IntentStatus.FAILED: "final for the machine; the person may hand it back: intents retry ID --note ...",
+    IntentStatus.NEEDS_HUMAN: (
+        "the outcome is unknown: the person reconciles it (intents reconcile ID done-by-hand | "
+        "did-not-happen) or hands it back (intents retry ID --note ...)"
+    ),
+}
+
 
 class Ladder(msgspec.Struct, frozen=True):
     """Where an intent stands on the autonomy ladder."""
@@ -92,7 +101,9 @@ def ladder(intent: Intent) -> Ladder:
         cell = _BLOCKED_CELL
     else:
         cell = LADDER[(intent.tier, intent.verdict)]
-    if intent.status in FINAL_STATUSES:
+    if intent.status in WAY_BACK:
+        after = WAY_BACK[intent.status]
+    elif intent.status in FINAL_STATUSES:
         after = f"final: {intent.status.value}; nothing further happens"
     else:
         after = NEXT[intent.status]

@@ -176,3 +176,21 @@ def _cronjob(
             "jobTemplate": {"spec": {"backoffLimit": 0, "template": {"spec": pod}}},
         },
     }
+
+
+def pick_timezone(
+    settings: ScheduleSettings, *, configured: bool, profile: str, profile_zone: str | None
+) -> tuple[ScheduleSettings, str]:
+    """The zone the written cadences are read in, and one line saying why.
+
+    ``[schedule] timezone`` wins when the file sets it; otherwise the profile's own timezone (a
+    person's "every day at 7" is their 7, not UTC's); UTC only when neither is known."""
+    if configured:
+        return settings, f"cadences read in {settings.timezone} ([schedule] timezone)"
+    if profile_zone is not None:
+        made = msgspec.structs.replace(settings, timezone=profile_zone)
+        return made, f"cadences read in {profile_zone}: profile {profile}'s timezone ([schedule] overrides)"
+    return settings, (
+        f"cadences read in {settings.timezone}: [schedule] timezone is unset and profile {profile} is not "
+        "in the store (run `tickloop operator init` first, or set [schedule] timezone)"
+    )

@@ -9,8 +9,18 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from tickloop.errors import ConflictError, ValidationError
-from tickloop.operator.domain import GoalModel, PlanStep, Profile, Task, TaskStatus
+from tickloop.errors import ConflictError, TransitionError, ValidationError
+from tickloop.operator.domain import (
+    Decision,
+    DecisionKind,
+    GoalModel,
+    Intent,
+    PlanStep,
+    Profile,
+    Task,
+    TaskStatus,
+    check_timezone,
+)
 from tickloop.operator.store import Store, open_store
 
 if TYPE_CHECKING:  # staging pulls in the handlers; only the faces that stage import it
@@ -86,11 +96,31 @@ def init_profile(store: Store, name: str, spec: InitSpec, *, now: datetime) -> t
         raise ValidationError("profile name must not be empty")
     if not spec.goal_title.strip():
         raise ValidationError("goal title must not be empty: pass --goal TITLE or a [goal] title")
+    check_timezone(spec.timezone)
     profile = store.create_profile(name, display_name=spec.display_name, timezone=spec.timezone, now=now)
     goal = store.add_goal_model(
         name, title=spec.goal_title, body=spec.goal_body, data=spec.goal_data, now=now
     )
     return profile, store.activate_goal_model(name, goal.version, now=now)
+
+
+def set_profile(
+    store: Store, name: str, *, now: datetime, timezone: str | None = None, display_name: str | None = None
+) -> tuple[Profile, list[str]]:
+    """Change a profile's timezone and/or display name, checked first; each change is recorded in
+    the notification log (``operator/profile_changed``), as every change the person makes is."""
+    before = store.get_profile(name)
+    if timezone is not None:
+        check_timezone(timezone)
+    after = store.update_profile(name, timezone=timezone, display_name=display_name)
+    changes = [
+        f"{field}: {getattr(before, field)!r} -> {getattr(after, field)!r}"
+        for field in ("timezone", "display_name")
+        if getattr(before, field) != getattr(after, field)
+    ]
+    for change in changes:
+        store.log_notification(name, channel="operator", kind="profile_changed", subject=change, now=now)
+    return after, changes
 
 
 def set_goal(
@@ -139,6 +169,22 @@ def change_task(store: Store, profile: str, task_id: int, action: str, *, now: d
         if current is not expected:
             raise ConflictError(f"task {task_id} is {current}: only a {expected} task can be {action}ed")
     return store.set_task_status(profile, task_id, status, now=now, expected=expected)
+
+
+def reconcile_intent(
+    store: Store, profile: str, intent_id: int, kind: DecisionKind, *, by: str, note: str, now: datetime
+) -> tuple[Decision, Intent]:
+    """The person's way back from a dead end, recorded as a decision: ``retry`` hands a failed or
+    needs_human intent back to the executor (a kernel-sanctioned recovery retry, which the drift
+    guard exempts); ``done_by_hand`` and ``did_not_happen`` reconcile a needs_human one.
+
+    A retry needs a note saying what changed (the setting fixed, the reason it is safe to repeat)."""
+    if kind is DecisionKind.RETRY and not note.strip():
+        raise ValidationError("a retry needs a note (--note) saying what changed since it failed")
+    try:
+        return store.reconcile(profile, intent_id, kind, by=by, note=note, now=now)
+    except TransitionError as exc:
+        raise ConflictError(f"intent {intent_id}: {exc.message}") from None
 
 
 def gate_settings(settings: Settings | None = None) -> GateSettings:

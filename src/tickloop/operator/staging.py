@@ -7,7 +7,8 @@ The fast tick, ``tickloop operator intents add`` and the MCP face's ``stage_inte
     proposed -> requires_approval          (waits for the person's decision)
     proposed -> blocked                    (final)
 
-The tier is always the handler's (an unknown type is stored as external, the cautious tier): a face
+Only registered handler types are staged, with a payload their handler can take
+(``tickloop.operator.handlers.checks``). The tier is always the handler's: a face
 cannot make an email reversible by saying so. An intent whose origin is untrusted (another agent
 through MCP) is judged as tainted, so it is never auto-allowed for an external or spend type even
 where a profile rule would allow that type for the operator's own intents. An intent from MCP
@@ -25,6 +26,7 @@ import msgspec
 
 from tickloop.operator import gate
 from tickloop.operator.domain import Intent, IntentOrigin, NewIntent, Tier, Verdict
+from tickloop.operator.handlers.checks import check_draft
 from tickloop.operator.handlers.registry import handler_for
 from tickloop.operator.store.base import Store
 
@@ -86,7 +88,10 @@ def stage(
 
     ``preset`` is a verdict decided before the gate (the drift guard's ``blocked``): it is recorded
     instead of the gate's, through the same path. ``auto_allow``: the types an MCP intent may be
-    allowed for without the person."""
+    allowed for without the person. Before anything is stored the draft is checked: its type must be
+    a registered handler's and its payload one that handler can take (``ValidationError`` naming the
+    field otherwise), whichever face staged it."""
+    check_draft(draft.action_type, draft.recipient, draft.payload)
     untrusted = draft.tainted or is_mcp(draft.origin)
     spec = handler_for(draft.action_type)
     if preset is None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime, time
-from zoneinfo import ZoneInfo
 
 import msgspec
 
@@ -36,9 +35,8 @@ def overview(store: Store, profile: str, *, now: datetime) -> Overview:
     for condition in Condition:
         state = store.get_condition(profile, condition.value)
         conditions[condition.value] = bool(state and state.active)
-    midnight = datetime.combine(
-        now.astimezone(ZoneInfo(person.timezone)).date(), time(), ZoneInfo(person.timezone)
-    )
+    zone = person.zone()
+    midnight = datetime.combine(now.astimezone(zone).date(), time(), zone)
     return Overview(
         profile=profile,
         goal=f"v{goal.version}: {goal.title}" if goal else None,

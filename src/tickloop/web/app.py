@@ -36,8 +36,9 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tickloop.config import Settings
-from tickloop.errors import ConflictError, NotFoundError, TickloopError
+from tickloop.errors import ConflictError, NotFoundError, TickloopError, ValidationError
 from tickloop.inert import inert
+from tickloop.operator.intents import RECONCILE
 from tickloop.operator.store.base import Store
 from tickloop.web import pages
 from tickloop.web.auth import RateLimit, Session, Sessions, TokenStore, csrf_ok
@@ -354,6 +355,29 @@ class Dashboard:
         profile = await anyio.to_thread.run_sync(work)
         return RedirectResponse(f"/p/{quote(profile, safe='')}/intents/{intent_id}", status_code=303)
 
+    async def reconcile(self, request: Request, _session: Session) -> Response:
+        """The way back from a dead end (retry, done by hand, did not happen), as the CLI's
+        ``intents retry|reconcile`` records it."""
+        from tickloop.operator.service import reconcile_intent  # noqa: PLC0415
+
+        intent_id = int(request.path_params["intent_id"])
+        fields: dict[str, str] = request.state.form
+        kind = {k.value: k for k in RECONCILE}.get(fields.get("reconcile", ""))
+        if kind is None:
+            return self.problem(request, 400, "The form must say retry, done_by_hand or did_not_happen.")
+        note, now = fields.get("note", "").strip()[:2000], self.config.clock()
+
+        def work() -> str:
+            profile = self.profile_of(request)
+            reconcile_intent(self.store, profile, intent_id, kind, by=pages.decider(), note=note, now=now)
+            return profile
+
+        try:
+            profile = await anyio.to_thread.run_sync(work)
+        except ValidationError as exc:
+            return self.problem(request, 400, exc.message)
+        return RedirectResponse(f"/p/{quote(profile, safe='')}/intents/{intent_id}", status_code=303)
+
     async def board(self, request: Request, session: Session) -> Response:
         return await self.show(
             request,
@@ -496,6 +520,7 @@ def create_app(store: Store, config: WebConfig) -> tuple[ASGIApp, Dashboard]:
         Route(profile + "/intents", g(board.intents), methods=["GET"]),
         Route(profile + "/intents/{intent_id:int}", g(board.intent), methods=["GET"]),
         Route(profile + "/intents/{intent_id:int}/decide", g(board.decide), methods=["POST"]),
+        Route(profile + "/intents/{intent_id:int}/reconcile", g(board.reconcile), methods=["POST"]),
         Route(profile + "/attention", g(board.attention), methods=["GET"]),
         Route("/sessions", g(board.sessions_list), methods=["GET"]),
         Route("/sessions/{session_id}", g(board.session_show), methods=["GET"]),

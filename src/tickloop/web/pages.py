@@ -244,6 +244,16 @@ def intent_page(store: Store, profile: str, intent_id: int) -> IntentPage:
     )
 
 
+#: How each kind of decision shows in an intent's life.
+DECIDED = {
+    DecisionKind.APPROVE: "approved",
+    DecisionKind.DENY: "denied",
+    DecisionKind.RETRY: "retried",
+    DecisionKind.DONE_BY_HAND: "done by hand",
+    DecisionKind.DID_NOT_HAPPEN: "did not happen",
+}
+
+
 def life(intent: Intent, decision: Decision | None) -> list[LifeEvent]:
     """proposed -> the gate's verdict -> the person's decision -> the claim -> where it ended."""
     events = [LifeEvent(intent.created_at, "proposed", f"by the {intent.origin.tick_kind} tick or face")]
@@ -251,7 +261,7 @@ def life(intent: Intent, decision: Decision | None) -> list[LifeEvent]:
         events.append(LifeEvent(intent.created_at, intent.verdict.value, "; ".join(intent.verdict_reasons)))
     if decision is not None:
         said = f" ({decision.note})" if decision.note else ""
-        state = "approved" if decision.kind is DecisionKind.APPROVE else "denied"
+        state = DECIDED[decision.kind]
         events.append(LifeEvent(decision.decided_at, state, f"by {decision.by}{said}"))
     if intent.claimed_at is not None:
         events.append(LifeEvent(intent.claimed_at, "claimed", f"by {intent.claim_owner or '?'}"))

@@ -43,7 +43,13 @@ async def _http_agent(url: str, token: str, n: int) -> tuple[int, int]:
         httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=60) as http,
         Client(streamable_http_client(url, http_client=http)) as client,
     ):
-        staged = await client.call_tool("stage_intent", {"type": "email", "title": f"mail {n}"})
+        mail = {
+            "type": "email",
+            "title": f"mail {n}",
+            "recipient": f"p{n}@example.org",
+            "payload": {"body": "hi"},
+        }
+        staged = await client.call_tool("stage_intent", mail)
         task = await client.call_tool("add_task", {"title": f"task {n}"})
         return data(staged)["intent"]["id"], data(task)["task"]["id"]
 

@@ -78,7 +78,7 @@ async def test_an_mcp_email_waits_for_approval_then_a_live_executor_sends_it(
     # the operator's own (cli) intent of the same type IS allowed by the profile rule: the rule works
     own = op.json(
         "operator", "intents", "add", "--profile", "me", "--type", "email", "--title", "own",
-        "--recipient", "ann@example.org",
+        "--recipient", "ann@example.org", "--payload", '{"body": "my own"}',
     )  # fmt: skip
     assert own["verdict"] == "allowed"
     op.env["TICKLOOP_DRY_RUN"] = "0"  # a live executor from here on

@@ -111,6 +111,14 @@ def _hostile_calls(other_task: int, other_intent: int) -> list[tuple[str, dict[s
         ("stage_intent", {"type": "email", "title": "t", "payload": {"a": deep}}, "nested deeper"),
         ("stage_intent", {"type": "email", "title": "t", "payload": {"body": big}}, "over the limit"),
         ("stage_intent", {"type": "rm -rf /", "title": "t"}, "is not an action type"),
+        # the one staging path's checks, as for the CLI: a type no handler carries out, a bad payload
+        ("stage_intent", {"type": "wire_transfer", "title": "pay"}, "unknown action type 'wire_transfer'"),
+        (
+            "stage_intent",
+            {"type": "email", "title": "t", "recipient": "a@b.org, c@d.org", "payload": {"body": "x"}},
+            "exactly one address",
+        ),
+        ("stage_intent", {"type": "email", "title": "t", "recipient": "a@b.org"}, "payload.body is required"),
         ("stage_intent", {"type": "note", "title": big}, "over the limit"),
         ("explain_intent", {"intent_id": other_intent}, "intent"),
         ("explain_intent", {"intent_id": -1}, "greater than or equal"),
@@ -285,13 +293,16 @@ async def test_the_face_never_offers_execution_approval_activation_or_settings(s
         staged = data(
             await client.call_tool(
                 "stage_intent",
-                {"type": "email", "title": "Hi", "recipient": "a@example.org", "payload": SNEAKY},
+                {
+                    "type": "email",
+                    "title": "Hi",
+                    "recipient": "a@example.org",
+                    "payload": {**SNEAKY, "body": "hi"},
+                },
             )
         )
         assert (staged["intent"]["status"], staged["intent"]["tier"]) == ("requires_approval", "external")
         assert staged["intent"]["dry_run"] is True
-        blocked = data(await client.call_tool("stage_intent", {"type": "wire_transfer", "title": "pay"}))
-        assert blocked["intent"]["status"] == "blocked"
         texts = [
             (await client.read_resource(str(r.uri))).contents[0].text  # type: ignore[union-attr]
             for r in resources

@@ -32,19 +32,22 @@ from tickloop.testing import FakeClock
 
 NOW = datetime(2026, 7, 7, 17, 15, tzinfo=UTC)
 P = "default"
+S = IntentStatus
 
-#: The seed's pass (002 §6.8), in our names: "the person" for Ian, no product prefix on the call.
+#: The seed's pass (002 §6.8), in our names: "the person" for Ian, no product prefix on the call. A dry
+#: pass is a preview (issue 25): each ending says what a real run WOULD do and where the intent was left.
 SEED_PASS = """\
-[2026-07-07T17:15:03.402Z] REAPED stuck 'sending' intent 37 (email) -> needs_human
+[2026-07-07T17:15:03.402Z] DRY-RUN WOULD reap stuck 'sending' intent 37 (email) -> needs_human; left sending
 [2026-07-07T17:15:03.418Z] dispatch intent 44 action_type='note' tier='reversible' dry=true
 [2026-07-07T17:15:03.421Z] DRY-RUN note->files_write ~/Desktop/wiki/wiki/operator/note-2026-07-07-44-…md:
                              WOULD call files_write({"path":"…","content":"…","mode":"create"})
-[2026-07-07T17:15:03.430Z] intent 44 -> sent (reversible, dry-run)
+[2026-07-07T17:15:03.430Z] intent 44 -> would be sent (reversible, dry-run); left ready
 [2026-07-07T17:15:03.437Z] REFUSED external intent 45 (email): not approved+linked (pre=ready); left pending
 [2026-07-07T17:15:03.444Z] dispatch intent 41 action_type='spend' tier='spend' dry=true
 [2026-07-07T17:15:03.446Z] DRY-RUN spend->notify+handoff: WOULD notify the person to purchase manually: …
-[2026-07-07T17:15:03.455Z] intent 41 -> completed (spend, dry-run)
-[2026-07-07T17:15:03.461Z] no executor for action_type='wire_transfer' (intent 46); left for human
+[2026-07-07T17:15:03.455Z] intent 41 -> would be completed (spend, dry-run); left approved
+[2026-07-07T17:15:03.461Z] no executor for action_type='wire_transfer' (intent 46); a real run would route \
+it to needs_human; left approved
 [2026-07-07T17:15:03.470Z] tick done: considered=4 executed=2 skipped=2 failed=0 handoff=1 dry=true
 """
 _NORMALISE = [
@@ -169,49 +172,49 @@ def test_the_seeds_dry_pass_is_reproduced_line_for_line(tmp_path: Path) -> None:
     )
     assert ran.returncode == 0, ran.stderr
     assert normalise(ran.stderr) == normalise(SEED_PASS)
-    assert f"intent {note.id} -> sent" in ran.stderr
+    assert f"intent {note.id} -> would be sent" in ran.stderr
     with open_store(url) as store:
         status = {i.id: i.status for i in store.list_intents(P)}
-        assert status == {
-            stuck.id: IntentStatus.NEEDS_HUMAN,
-            note.id: IntentStatus.SENT,
-            email.id: IntentStatus.READY,  # released to its prior status
-            spend.id: IntentStatus.COMPLETED,
+        assert status == {  # a dry pass changes no intent's status
+            stuck.id: IntentStatus.SENDING,
+            note.id: IntentStatus.READY,
+            email.id: IntentStatus.READY,
+            spend.id: IntentStatus.APPROVED,
             wire.id: IntentStatus.APPROVED,
         }
-        assert store.get_intent(P, spend.id).handoff is True
+        assert store.get_intent(P, spend.id).handoff is False
+        assert store.get_intent(P, note.id).result["preview"]["would"] == "sent"  # type: ignore[index]
         [audit] = store.list_notifications(P)
         assert (audit.kind, audit.intent_id) == ("tier_floor_refused", email.id)
         [row] = store.recent_progress(P, tick_kind="executor")
         assert row.outcome is Outcome.DONE
-        assert "considered=4 executed=2 skipped=2 failed=0 handoff=1 dry=true reaped=1" in row.detail
+        assert "considered=4 executed=2 skipped=2 failed=0 handoff=1 dry=true reaped=0" in row.detail
     assert not (tmp_path / "notes").exists()  # dry: nothing written
 
 
 # -- the tier x verdict grid ------------------------------------------------------------------------
 
-#: (action type, payload, gate verdict, status after a pass, status after approval and a second pass)
-S = IntentStatus
-GRID: list[tuple[str, dict[str, Any], Verdict, IntentStatus, IntentStatus | None]] = [
-    ("note", {}, Verdict.ALLOWED, IntentStatus.SENT, None),
+#: (action type, payload, gate verdict, what a dry pass says it WOULD do, the same after approval);
+#: None: the pass does not consider it (not ready or approved).
+GRID: list[tuple[str, dict[str, Any], Verdict, str | None, str | None]] = [
+    ("note", {}, Verdict.ALLOWED, "sent", None),
     # a reversible type gated by the money rule is held; the tier does not override the verdict
-    ("note", {"amount": 5}, Verdict.REQUIRES_APPROVAL, IntentStatus.REQUIRES_APPROVAL, IntentStatus.SENT),
-    ("note", {}, Verdict.BLOCKED, IntentStatus.BLOCKED, None),
+    ("note", {"amount": 5}, Verdict.REQUIRES_APPROVAL, None, "sent"),
+    ("note", {}, Verdict.BLOCKED, None, None),
     # an allowed, ready external intent is refused by the tier floor and left ready
-    ("email", {"body": "hi"}, Verdict.ALLOWED, IntentStatus.READY, None),
-    ("email", {"body": "hi"}, Verdict.REQUIRES_APPROVAL, IntentStatus.REQUIRES_APPROVAL, IntentStatus.SENT),
-    ("email", {"body": "hi"}, Verdict.BLOCKED, IntentStatus.BLOCKED, None),
+    ("email", {"body": "hi"}, Verdict.ALLOWED, "refuse", None),
+    ("email", {"body": "hi"}, Verdict.REQUIRES_APPROVAL, None, "sent"),
+    ("email", {"body": "hi"}, Verdict.BLOCKED, None, None),
     # unreachable through the gate (money needs approval); if it ever arose, the floor refuses it
-    ("spend", {"amount": 5}, Verdict.ALLOWED, IntentStatus.READY, None),
-    (
-        "spend",
-        {"amount": 5},
-        Verdict.REQUIRES_APPROVAL,
-        IntentStatus.REQUIRES_APPROVAL,
-        IntentStatus.COMPLETED,
-    ),
-    ("spend", {"amount": 5}, Verdict.BLOCKED, IntentStatus.BLOCKED, None),
+    ("spend", {"amount": 5}, Verdict.ALLOWED, "refuse", None),
+    ("spend", {"amount": 5}, Verdict.REQUIRES_APPROVAL, None, "completed"),
+    ("spend", {"amount": 5}, Verdict.BLOCKED, None, None),
 ]
+
+
+def _would(store: Store, intent_id: int) -> str | None:
+    result = store.get_intent(P, intent_id).result or {}
+    return result.get("preview", {}).get("would")
 
 
 @pytest.mark.parametrize(
@@ -226,21 +229,24 @@ def test_every_cell_of_the_tier_verdict_grid(
     action_type: str,
     payload: dict[str, Any],
     verdict: Verdict,
-    first: IntentStatus,
-    after_approval: IntentStatus | None,
+    first: str | None,
+    after_approval: str | None,
 ) -> None:
-    """Each (tier, verdict) cell ends where Figure 8 puts it, even dry: held, refused, fired or never."""
+    """Each (tier, verdict) cell previews where Figure 8 puts it (held, refused, fired or never), and
+    the dry pass leaves the intent's status where it was."""
     settings = Settings(
         handlers={"notesDir": str(tmp_path / "notes")},
         smtp={"host": "127.0.0.1", "port": 2525, "security": "plain", "senders": ["op@example.com"]},
     )
     intent = stage(store, action_type, verdict=verdict, payload=payload, recipient=_recipient(action_type))
     tick(store, at_now, tmp_path, settings=settings)
-    assert store.get_intent(P, intent.id).status is first
+    assert store.get_intent(P, intent.id).status is intent.status
+    assert _would(store, intent.id) == first
     if after_approval is not None:
         store.decide(P, intent.id, DecisionKind.APPROVE, by="person", now=NOW)
         tick(store, at_now, tmp_path, settings=settings)
-        assert store.get_intent(P, intent.id).status is after_approval
+        assert store.get_intent(P, intent.id).status is IntentStatus.APPROVED
+        assert _would(store, intent.id) == after_approval
     if verdict is Verdict.BLOCKED:
         with pytest.raises(ConflictError, match="blocked"):
             store.decide(P, intent.id, DecisionKind.APPROVE, by="person", now=NOW)
@@ -310,7 +316,8 @@ def test_only_the_exact_string_0_arms_the_executor(
     """A note file is written only with TICKLOOP_DRY_RUN exactly "0" and no --dry-run; dry, it is not."""
     intent = stage(store, "note", verdict=Verdict.ALLOWED, title="armed or not")
     lines = tick(store, at_now, tmp_path, env=env, options={"dry_run": flag})
-    assert store.get_intent(P, intent.id).status is IntentStatus.SENT
+    assert store.get_intent(P, intent.id).status is (IntentStatus.READY if dry else IntentStatus.SENT)
+    assert store.get_intent(P, intent.id).dry_run is dry
     written = list((tmp_path / "notes").glob("note-*.md")) if (tmp_path / "notes").exists() else []
     assert len(written) == (0 if dry else 1)
     assert lines[-1].endswith(f"dry={'true' if dry else 'false'}")
@@ -352,7 +359,7 @@ def test_the_reaper_leaves_a_fresh_claim_alone(store: Store, at_now: FakeClock, 
     old = stage(store, "note", verdict=Verdict.ALLOWED)
     store.claim_intents(P, owner="dead", now=NOW - timedelta(minutes=16), limit=1)
     store.mark_sending(P, old.id, owner="dead", now=NOW)
-    lines = tick(store, at_now, tmp_path)
+    lines = tick(store, at_now, tmp_path, env={"TICKLOOP_DRY_RUN": "0"})
     assert store.get_intent(P, fresh.id).status is IntentStatus.SENDING
     assert store.get_intent(P, old.id).status is IntentStatus.NEEDS_HUMAN
     assert lines[0] == f"REAPED stuck 'sending' intent {old.id} (note) -> needs_human"
@@ -365,14 +372,15 @@ def test_the_window_is_today_and_yesterday_and_day_picks_one(
     old = stage(store, "note", verdict=Verdict.ALLOWED, now=NOW - timedelta(days=3), title="old")
     yesterday = stage(store, "note", verdict=Verdict.ALLOWED, now=NOW - timedelta(days=1), title="y")
     today = stage(store, "note", verdict=Verdict.ALLOWED, title="today")
-    tick(store, at_now, tmp_path)
+    armed = {"TICKLOOP_DRY_RUN": "0"}
+    tick(store, at_now, tmp_path, env=armed)
     assert [store.get_intent(P, i.id).status for i in (old, yesterday, today)] == [
         IntentStatus.READY,
         IntentStatus.SENT,
         IntentStatus.SENT,
     ]
     late = stage(store, "note", verdict=Verdict.ALLOWED, title="late")
-    lines = tick(store, at_now, tmp_path, options={"day": (NOW - timedelta(days=3)).date()})
+    lines = tick(store, at_now, tmp_path, env=armed, options={"day": (NOW - timedelta(days=3)).date()})
     assert store.get_intent(P, old.id).status is IntentStatus.SENT
     assert store.get_intent(P, late.id).status is IntentStatus.READY  # claimed, then given back
     assert lines[-1].startswith("tick done: considered=1 executed=1")
@@ -454,8 +462,59 @@ def test_each_effect_starts_after_its_sending_and_every_earlier_ending_are_commi
         assert sending == {note}
         assert {seen[note][earlier] for earlier in notes[:k]} <= {IntentStatus.SENT}
     assert [store.get_intent(P, i).status for i in (*notes, unknown)] == [IntentStatus.SENT] * 4 + [
-        IntentStatus.READY
+        IntentStatus.NEEDS_HUMAN  # no executor for its type: the person's, once
     ]
     assert lines[-1] == "tick done: considered=5 executed=4 skipped=1 failed=0 handoff=0 dry=false"
     watcher.close()
     store.close()
+
+
+def _at_every_status(store: Store) -> dict[int, IntentStatus]:
+    """One intent at each status the machine can reach, claims old enough to be reaped or released."""
+    old = NOW - timedelta(hours=2)
+    made: dict[IntentStatus, int] = {}
+    made[S.PROPOSED] = store.stage_intent(P, NewIntent("note", "p"), now=NOW).id
+    allowed = store.stage_intent(P, NewIntent("note", "a"), now=NOW).id
+    made[S.ALLOWED] = store.record_verdict(P, allowed, Verdict.ALLOWED, ["t"], now=NOW).id
+    made[S.REQUIRES_APPROVAL] = stage(
+        store, "email", verdict=Verdict.REQUIRES_APPROVAL, recipient="a@b.org"
+    ).id
+    made[S.BLOCKED] = stage(store, "note", verdict=Verdict.BLOCKED).id
+    denied = stage(store, "email", verdict=Verdict.REQUIRES_APPROVAL, recipient="a@b.org").id
+    store.decide(P, denied, DecisionKind.DENY, by="person", now=NOW)
+    made[S.DENIED] = denied
+    for status in (S.CLAIMED, S.SENDING, S.SENT, S.COMPLETED, S.FAILED, S.NEEDS_HUMAN):
+        intent = stage(store, "note", verdict=Verdict.ALLOWED, title=str(status))
+        [claimed] = store.claim_intents(P, owner="gone", now=old, limit=1)
+        assert claimed.id == intent.id
+        if status is not S.CLAIMED:
+            store.mark_sending(P, intent.id, owner="gone", now=old)
+        if status not in (S.CLAIMED, S.SENDING):
+            store.finish_intent(P, intent.id, status, owner="gone", now=old)
+        made[status] = intent.id
+    made[S.READY] = stage(store, "note", verdict=Verdict.ALLOWED).id
+    made[S.APPROVED] = stage(store, "wire_transfer", verdict=Verdict.REQUIRES_APPROVAL, approve=True).id
+    assert set(made) == set(IntentStatus)
+    return {intent_id: status for status, intent_id in made.items()}
+
+
+def test_a_dry_pass_over_every_status_leaves_every_status_unchanged(
+    store: Store, at_now: FakeClock, tmp_path: Path
+) -> None:
+    """Dry, nothing moves: not a ready or approved intent, not an unknown type, not a stale claim
+    or a stuck `sending` (the reaper only says what it WOULD do); an armed pass then acts."""
+    before = _at_every_status(store)
+    lines = tick(store, at_now, tmp_path)
+    assert {i.id: i.status for i in store.list_intents(P)} == before
+    assert not (tmp_path / "notes").exists()
+    assert any(line.startswith("DRY-RUN WOULD reap stuck 'sending'") for line in lines)
+    assert any(line.startswith("DRY-RUN WOULD release stale claim") for line in lines)
+    armed = tick(store, at_now, tmp_path, env={"TICKLOOP_DRY_RUN": "0"})
+    after = {i.id: i.status for i in store.list_intents(P)}
+    moved = {before[i] for i in after if after[i] is not before[i]}
+    assert moved == {S.SENDING, S.CLAIMED, S.READY, S.APPROVED}, armed
+    unknown = next(i for i, s in before.items() if s is S.APPROVED)
+    assert after[unknown] is S.NEEDS_HUMAN  # no executor for its type: the person's, once, with a reason
+    assert "no executor for action_type='wire_transfer'" in store.get_intent(P, unknown).result["reason"]  # type: ignore[index]
+    again = tick(store, at_now, tmp_path, env={"TICKLOOP_DRY_RUN": "0"})
+    assert not any("wire_transfer" in line for line in again)  # once: never logged again

@@ -125,11 +125,13 @@ def test_kill_9_never_repeats_a_side_effect_and_in_flight_intents_need_a_human(
     with open_store(url, migrate=False) as store:
         in_flight = {i.id for i in store.list_intents(P, status=IntentStatus.SENDING, limit=INTENTS)}
 
-    # The reaper, as the next executor tick runs it (well past the threshold).
+    # The reaper, as the next armed executor tick runs it (well past the threshold; a dry pass only
+    # says what it would reap). Its window is a day before the seeded intents, so it claims none.
     lines: list[str] = []
     reaper = FakeClock(T0 + timedelta(days=1))
-    assert run_tick("executor", store=open_store(url, migrate=False), profile=P, settings=Settings(), env={},
-                    clock=reaper, log=lines.append) == 0  # fmt: skip
+    assert run_tick("executor", store=open_store(url, migrate=False), profile=P, settings=Settings(),
+                    env={"TICKLOOP_DRY_RUN": "0"}, clock=reaper, log=lines.append,
+                    options={"day": (T0 - timedelta(days=30)).date()}) == 0  # fmt: skip
 
     effects = Counter(int(line) for line in sink.read_text().split())
     with open_store(url, migrate=False) as store:

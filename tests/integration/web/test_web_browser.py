@@ -153,7 +153,7 @@ def test_the_overview_and_the_approval_count_update_live_when_an_intent_starts_w
         log_in(page, web)
         expect(page.locator("#overview-waiting")).to_have_text("1 intent")
         added = world.tickloop("operator", "intents", "add", "--type", "email", "--title", "Book the room",
-                               "--recipient", PERSON)  # fmt: skip
+                               "--recipient", PERSON, "--payload", '{"body": "Please book it."}')  # fmt: skip
         assert added.returncode == 0, added.stderr
         expect(page.locator("#waiting-count")).to_have_text("2", timeout=10_000)
         expect(page.locator("#overview-waiting")).to_have_text("2 intents", timeout=10_000)

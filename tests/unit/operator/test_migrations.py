@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tickloop.operator.domain import IntentStatus
 from tickloop.operator.store import open_store
 from tickloop.operator.store._sql import migrations
 from tickloop.operator.store.sqlite import split_script
@@ -62,3 +63,27 @@ def test_reopening_applies_nothing(tmp_path: Path) -> None:
     open_store(url).close()
     with open_store(url, migrate=False) as store:
         assert store.migrate() == []
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_0005_keeps_every_decision_and_allows_the_reconciling_kinds(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A store at schema 4 with an approval upgrades to 5 with the decision intact, and then records
+    a retry (the CHECK now allows it)."""
+    from tickloop.operator.domain import DecisionKind, NewIntent, Verdict  # noqa: PLC0415
+
+    url = f"sqlite://{tmp_path / 's.db'}" if backend == "sqlite" else request.getfixturevalue("pg_url")
+    with open_store(url, migrate=False) as store:
+        store.migrate(target=4)
+        store.create_profile("p", now=NOW)
+        made = store.stage_intent("p", NewIntent("note", "t"), now=NOW)
+        store.record_verdict("p", made.id, Verdict.REQUIRES_APPROVAL, ["r"], now=NOW)
+        approval = store.decide("p", made.id, DecisionKind.APPROVE, by="ann", now=NOW, note="ok")
+        [claimed] = store.claim_intents("p", owner="ex", now=NOW)
+        store.finish_intent("p", claimed.id, IntentStatus.FAILED, owner="ex", now=NOW)
+    with open_store(url) as store:
+        assert store.schema_version() >= 5
+        assert store.get_decision("p", approval.id) == approval
+        retry, intent = store.reconcile("p", made.id, DecisionKind.RETRY, by="ann", now=NOW, note="again")
+        assert (retry.kind, intent.status) == (DecisionKind.RETRY, IntentStatus.APPROVED)

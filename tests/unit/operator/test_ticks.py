@@ -30,6 +30,7 @@ from tickloop.operator.domain import (
     TaskStatus,
     Verdict,
 )
+from tickloop.operator.handlers.checks import check_draft
 from tickloop.operator.offline import answer
 from tickloop.operator.runner import TickContext, TickResult, run_tick
 from tickloop.operator.schemas import NOTHING_TO_DO, ActionAnswer, check_intent, to_intent
@@ -261,7 +262,11 @@ def test_fast_fuzzed_hostile_outputs_never_stage_an_intent(reply: str) -> None:
     clock = FakeClock()
     store = make_store(clock)
     try:
-        nothing = check_intent(to_intent(decode_structured(reply, ANSWER))).action_type == NOTHING_TO_DO
+        out = check_intent(to_intent(decode_structured(reply, ANSWER)))
+        nothing = out.action_type == NOTHING_TO_DO
+        if not nothing:  # the one staging path's checks, which the fast tick's intent passes too
+            amount = {} if out.amount is None else {"amount": out.amount}
+            check_draft(out.action_type, out.recipient, {"body": out.body, **amount})
         valid = True
     except ValidationError:
         valid = nothing = False
@@ -329,7 +334,7 @@ def action(kind: str, title: str, **fields: object) -> dict[str, object]:
     return {"actionType": kind, "title": title, **_REQUIRED.get(kind, {}), **fields}
 
 
-EMAIL = action("email", "Send the report", recipient="advisor@uni.example")
+EMAIL = action("email", "Send the report", recipient="advisor@uni.example", body="The report is attached.")
 GATE_TABLE = [
     # reply, config, tainted observation, outcome, intent status, reason fragment
     (action("note", "n"), {}, False, Outcome.STAGED, IntentStatus.READY, "gate.allowed"),
@@ -710,3 +715,24 @@ def test_a_gate_stopped_step_waits_for_the_person_then_the_plan_moves_on(
     assert last_row(store).outcome is Outcome.STAGED
     steps = {s.id: s.status for s in store.list_plan(P, 1)}
     assert steps == {email.id: step_status, note.id: StepStatus.DONE}
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        action("email", "Send it", recipient="advisor", body="hi"),
+        action("email", "Send it", recipient="advisor@uni.example", body=""),
+    ],
+    ids=["not-an-address", "no-body"],
+)
+def test_a_fast_intent_the_staging_checks_refuse_is_a_failed_row_and_nothing_is_staged(
+    clock: FakeClock, reply: dict[str, object]
+) -> None:
+    """The fast tick stages through the one checked path: an email to a bare name, or with no body,
+    fails the tick (nothing guessed) and never reaches the approval queue."""
+    store = make_store(clock)
+    tick(store, clock, "fast", scripted(reply))
+    row = last_row(store)
+    assert row.outcome is Outcome.FAILED
+    assert "nothing was" in (row.error or "")  # the schema's check, or the staging path's
+    assert store.list_intents(P) == []

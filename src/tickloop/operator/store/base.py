@@ -124,6 +124,12 @@ class Store(ABC):
         """The profile, or ``NotFoundError``."""
 
     @abstractmethod
+    def update_profile(
+        self, name: str, *, display_name: str | None = None, timezone: str | None = None
+    ) -> Profile:
+        """Change a profile's display name and/or timezone (None: unchanged); ``NotFoundError``."""
+
+    @abstractmethod
     def list_profiles(self) -> list[Profile]:
         """Every profile, by name."""
 
@@ -253,6 +259,21 @@ class Store(ABC):
         """A person's decision: ``requires_approval`` -> approved | denied, linked, in one transaction."""
 
     @abstractmethod
+    def reconcile(
+        self, profile: str, intent_id: int, kind: DecisionKind, *, by: str, now: datetime, note: str = ""
+    ) -> tuple[Decision, Intent]:
+        """A person's way back from a dead end (``intents.RECONCILE``): retry a failed or needs_human
+        intent, or reconcile a needs_human one as done by hand or did not happen. The decision and the
+        move are one transaction; the decision is linked to the intent."""
+
+    @abstractmethod
+    def sanctioned_retries(
+        self, profile: str, *, since: datetime, limit: int = 50
+    ) -> list[tuple[Intent, int]]:
+        """The intents a person handed back with ``retry`` since ``since``, newest first, each with
+        the retry decision's id: the drift guard's kernel-sanctioned recovery retries."""
+
+    @abstractmethod
     def get_decision(self, profile: str, decision_id: int) -> Decision:
         """One decision, or ``NotFoundError``."""
 
@@ -269,6 +290,13 @@ class Store(ABC):
     @abstractmethod
     def release_claim(self, profile: str, intent_id: int, *, owner: str, now: datetime) -> Intent:
         """Give a claim back: ``claimed`` -> its prior status (ready or approved)."""
+
+    @abstractmethod
+    def record_preview(
+        self, profile: str, intent_id: int, preview: dict[str, Any], *, expected: IntentStatus
+    ) -> bool:
+        """A dry pass's preview on the intent's result, status unchanged; False if it is no longer
+        at ``expected`` (another process moved it)."""
 
     @abstractmethod
     def mark_sending(self, profile: str, intent_id: int, *, owner: str, now: datetime) -> Intent:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import sqlite3
 import threading
 import time
@@ -138,6 +137,8 @@ class SQLiteStore(SqlStore):
                         raise
                 else:
                     return
+                import random  # noqa: PLC0415  (only a contended BEGIN pays for it)
+
                 time.sleep(delay * (0.5 + random.random()))  # noqa: S311  (jitter, not secrets)
                 delay = min(delay * 2, 0.004)
         finally:

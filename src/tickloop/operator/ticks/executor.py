@@ -54,7 +54,9 @@ from tickloop.operator.store.base import Ending
 
 #: the WOULD line sits under the text of the line above it (after ``[timestamp] ``).
 WOULD_INDENT = " " * 29
-_STATUS = {
+#: Decisions that let an external or spend handler fire: an approval, or a person's retry of it.
+SANCTIONING = frozenset({DecisionKind.APPROVE, DecisionKind.RETRY})
+STATUS_OF = {
     HandlerStatus.SENT: IntentStatus.SENT,
     HandlerStatus.COMPLETED: IntentStatus.COMPLETED,
     HandlerStatus.FAILED: IntentStatus.FAILED,
@@ -106,8 +108,14 @@ def execute_pass(
 ) -> Tally:
     """Reap, then claim and dispatch until the window is empty; log the summary line."""
     tally = Tally()
-    reap(ctx, settings, tally)
     since, until = window(ctx, settings)
+    if dry:  # a preview: reads, logs what a real run WOULD do, changes no intent's status
+        from tickloop.operator.ticks.preview import preview_pass  # noqa: PLC0415  (it reuses the re-checks)
+
+        preview_pass(ctx, settings, handlers, since, until, tally=tally)
+        ctx.log(f"tick done: {tally.summary(dry)}")
+        return tally
+    reap(ctx, settings, tally)
     try:
         _claim_all(ctx, settings, handlers, since, until, dry=dry, tally=tally)
     finally:
@@ -134,7 +142,7 @@ def reap(ctx: TickContext, settings: ExecutorSettings, tally: Tally) -> None:
 
 def window(ctx: TickContext, settings: ExecutorSettings) -> tuple[datetime, datetime | None]:
     """``(since, until)`` in UTC: the profile-local days considered; ``until`` None means open."""
-    zone = ZoneInfo(ctx.store.get_profile(ctx.profile).timezone)
+    zone = ctx.store.get_profile(ctx.profile).zone()
     day = ctx.options.get("day")
     if isinstance(day, date):
         return _midnight(day, zone), _midnight(day + timedelta(days=1), zone)
@@ -182,13 +190,13 @@ def _claim_all(
     ):
         late = [intent for intent in batch if until is not None and intent.created_at >= until]
         tally.held += late
-        claims = [_recheck(ctx, intent) for intent in batch if until is None or intent.created_at < until]
+        claims = [recheck(ctx, intent) for intent in batch if until is None or intent.created_at < until]
         _run(ctx, handlers, claims, dry=dry, tally=tally)
         if late:  # claims come oldest first: the rest of the queue is past the chosen day
             return
 
 
-class _Claim(msgspec.Struct, frozen=True):
+class Claim(msgspec.Struct, frozen=True):
     """A claimed intent as re-checked at claim time: its handler and whether it may run."""
 
     intent: Intent
@@ -198,6 +206,8 @@ class _Claim(msgspec.Struct, frozen=True):
     problem: str = ""
     #: the tier floor lets its handler fire
     floor: bool = False
+    #: the id of the person's retry decision, when this claim is a kernel-sanctioned recovery retry
+    retry: int | None = None
 
     @property
     def runs(self) -> bool:
@@ -211,19 +221,18 @@ class _Done(msgspec.Struct, frozen=True):
     line: str
 
 
-def _recheck(ctx: TickContext, intent: Intent) -> _Claim:
+def recheck(ctx: TickContext, intent: Intent) -> Claim:
     """Claim-time check of a fresh claim (its row as the claim returned it, and its decision)."""
     spec = handler_for(intent.action_type)
     if spec is None:
-        return _Claim(intent, None)
+        return Claim(intent, None)
     decision = _decision(ctx, intent)
     problem = not_executable(intent, decision)
-    return _Claim(intent, spec, problem, tier_floor_passes(spec.tier, intent, decision))
+    retry = decision.id if decision is not None and decision.kind is DecisionKind.RETRY else None
+    return Claim(intent, spec, problem, tier_floor_passes(spec.tier, intent, decision), retry)
 
 
-def _run(
-    ctx: TickContext, handlers: HandlerContext, claims: list[_Claim], *, dry: bool, tally: Tally
-) -> None:
+def _run(ctx: TickContext, handlers: HandlerContext, claims: list[Claim], *, dry: bool, tally: Tally) -> None:
     """Each claim in turn. A handler's ending is committed together with the next intent's
     ``sending`` (one commit per intent, not two); anything else writes it first, so the log keeps
     its order and no ending waits on another intent's store calls."""
@@ -239,20 +248,27 @@ def _run(
     _hand_over(ctx, done, None, tally)
 
 
-def _decline(ctx: TickContext, claim: _Claim, tally: Tally) -> None:
+def _decline(ctx: TickContext, claim: Claim, tally: Tally) -> None:
     intent = claim.intent
     if claim.spec is None:
-        ctx.log(f"no executor for action_type={intent.action_type!r} (intent {intent.id}); left for human")
+        # Once, with a reason: an approval the machine cannot carry out is the person's to reconcile.
+        reason = no_executor(intent)
+        _finish(ctx, intent, IntentStatus.NEEDS_HUMAN, {"reason": reason}, tally=tally)
+        ctx.log(f"{reason}; intent {intent.id} -> needs_human")
         tally.skipped += 1
-        tally.held.append(intent)
     elif claim.problem:
         _finish(ctx, intent, IntentStatus.FAILED, {"refused": claim.problem}, tally=tally)
         ctx.log(f"REFUSED intent {intent.id} ({intent.action_type}): not executable: {claim.problem}")
         tally.failed += 1
     else:
-        _refuse_by_floor(ctx, intent, claim.spec.tier)
+        refuse_by_floor(ctx, intent, claim.spec.tier)
         tally.skipped += 1
         tally.held.append(intent)
+
+
+def no_executor(intent: Intent) -> str:
+    """Why an intent of an unregistered type cannot be carried out."""
+    return f"no executor for action_type={intent.action_type!r} (intent {intent.id})"
 
 
 def _decision(ctx: TickContext, intent: Intent) -> Decision | None:
@@ -282,7 +298,7 @@ def not_executable(intent: Intent, decision: Decision | None) -> str:
 def _valid_approval(intent: Intent, decision: Decision | None) -> bool:
     return (
         decision is not None
-        and decision.kind is DecisionKind.APPROVE
+        and decision.kind in SANCTIONING
         and decision.intent_id == intent.id
         and decision.profile == intent.profile
         and intent.decision_id == decision.id
@@ -297,7 +313,7 @@ def tier_floor_passes(tier: Tier, intent: Intent, decision: Decision | None) -> 
     return intent.claim_prior is IntentStatus.APPROVED and _valid_approval(intent, decision)
 
 
-def _refuse_by_floor(ctx: TickContext, intent: Intent, tier: Tier) -> None:
+def refuse_by_floor(ctx: TickContext, intent: Intent, tier: Tier) -> None:
     pre = intent.claim_prior.value if intent.claim_prior else "unknown"
     line = (
         f"REFUSED {tier.value} intent {intent.id} ({intent.action_type}): not approved+linked "
@@ -317,7 +333,7 @@ def _refuse_by_floor(ctx: TickContext, intent: Intent, tier: Tier) -> None:
 def _dispatch(
     ctx: TickContext,
     handlers: HandlerContext,
-    claim: _Claim,
+    claim: Claim,
     done: _Done | None,
     *,
     dry: bool,
@@ -335,15 +351,9 @@ def _dispatch(
         ctx.log(f"intent {intent.id}: claim lost before sending; skipped")
         tally.skipped += 1
         return None
-    request = HandlerRequest(
-        intent_id=intent.id,
-        action_type=intent.action_type,
-        title=intent.title,
-        now=ctx.clock.now(),
-        recipient=intent.recipient or None,
-        payload=intent.payload,
-        dry_run=dry,
-    )
+    if claim.retry is not None:
+        ctx.log(f"intent {intent.id}: kernel-sanctioned recovery retry (decision {claim.retry})")
+    request = request_for(intent, ctx.clock.now(), dry=dry)
     tier = spec.tier.value
     # The side-effect zone: from here on any surprise leaves the outcome unknown.
     try:
@@ -355,11 +365,24 @@ def _dispatch(
         error = f"{type(exc).__name__}: {exc}"
         line = f"intent {intent.id} -> needs_human ({tier}): {error[:300]}"
         return _Done(Ending(intent.id, IntentStatus.NEEDS_HUMAN, {"error": error[:2000]}), line)
-    ctx.log(_call_line(intent, result))
-    status = _STATUS[result.status]
+    ctx.log(call_line(intent, result))
+    status = STATUS_OF[result.status]
     suffix = ", dry-run" if result.dry_run else ""
     line = f"intent {intent.id} -> {status.value} ({tier}{suffix})"
-    return _Done(Ending(intent.id, status, _plain(result), result.handoff), line)
+    return _Done(Ending(intent.id, status, plain_result(result), result.handoff), line)
+
+
+def request_for(intent: Intent, now: datetime, *, dry: bool) -> HandlerRequest:
+    """The handler's view of ``intent``."""
+    return HandlerRequest(
+        intent_id=intent.id,
+        action_type=intent.action_type,
+        title=intent.title,
+        now=now,
+        recipient=intent.recipient or None,
+        payload=intent.payload,
+        dry_run=dry,
+    )
 
 
 def _hand_over(ctx: TickContext, done: _Done | None, send: Intent | None, tally: Tally) -> bool:
@@ -388,7 +411,7 @@ def _hand_over(ctx: TickContext, done: _Done | None, send: Intent | None, tally:
     return sending
 
 
-def _call_line(intent: Intent, done: HandlerResult) -> str:
+def call_line(intent: Intent, done: HandlerResult) -> str:
     prefix = "DRY-RUN " if done.dry_run else ""
     head = f"{prefix}{intent.action_type}->{done.call}"
     if done.handoff:
@@ -396,7 +419,7 @@ def _call_line(intent: Intent, done: HandlerResult) -> str:
     return f"{head} {done.target}:\n{WOULD_INDENT}{done.description}"
 
 
-def _plain(done: HandlerResult) -> dict[str, Any]:
+def plain_result(done: HandlerResult) -> dict[str, Any]:
     return {
         "call": done.call,
         "target": done.target,

@@ -93,7 +93,7 @@ def run(ctx: TickContext) -> TickResult:
     if out.action_type == NOTHING_TO_DO:
         said = f": {out.rationale or out.title}".rstrip(": ")
         return TickResult(Outcome.NOOP, detail=f"{notes} nothing to do now{said}", extra=asked.extra)
-    result = decide(ctx, out, step, tried=tried, tainted=tainted, goal_version=goal.version)
+    result = _decide_or_refuse(ctx, out, step, tried=tried, tainted=tainted, goal_version=goal.version)
     detail = f"{notes} {result.detail}".strip()
     return TickResult(result.outcome, detail, result.error, result.intent_id, asked.extra)
 
@@ -125,7 +125,10 @@ def settle_step(
     store, profile, now = ctx.store, ctx.profile, ctx.clock.now()
     recent = store.list_intents(profile, limit=_RECENT_INTENTS)  # newest first; one read per tick
     while step is not None:
-        newest = next((i for i in recent if i.payload.get("step_id") == step.id), None)
+        # The step's most recently changed intent says where it stands: a person's retry of its
+        # failed intent is newer than the drift guard's blocked repeats of it.
+        mine = (i for i in recent if i.payload.get("step_id") == step.id)
+        newest = max(mine, key=lambda i: (i.updated_at, i.id), default=None)
         if newest is not None and newest.status is IntentStatus.REQUIRES_APPROVAL:
             return step, newest.id
         settled = None if newest is None else _STEP_AFTER.get(newest.status)
@@ -206,23 +209,53 @@ def decide(
     settings = section(ctx.settings, "gate", gate.GateSettings)
     key = drift.normalise(out.action_type, out.title, out.recipient)
     sanctioned = bool(ctx.options.get("sanctioned_retry", False))
-    if drift.is_repeat(key, tried, sanctioned_retry=sanctioned):
+    retry = _sanctioned_retry(ctx, key) if key in tried else None
+    if drift.is_repeat(key, tried, sanctioned_retry=sanctioned or retry is not None):
         blocked = (Verdict.BLOCKED, [f"drift.repeat: {key!r} already failed"])
         made = staging.stage(store, profile, draft, settings, now=now, preset=blocked).intent
         return TickResult(Outcome.BLOCKED, detail=f"drift guard: repeat of {key!r}", intent_id=made.id)
     made, stamp = staging.stage(store, profile, draft, settings, now=now)
+    exempt = "" if retry is None else f" drift.sanctioned_retry: decision {retry}"
     if stamp.verdict is Verdict.ALLOWED:
         if step is not None:
             store.set_step_status(profile, step.id, StepStatus.DONE, now=now)
-        return TickResult(Outcome.STAGED, detail=f"intent={made.id} {out.action_type}", intent_id=made.id)
+        detail = f"intent={made.id} {out.action_type}{exempt}"
+        return TickResult(Outcome.STAGED, detail=detail, intent_id=made.id)
     text = f"{out.action_type} {out.title!r}: {stamp.verdict}; " + "; ".join(stamp.reasons)
     notice = candidates.offer(store, profile, candidates.Candidate("fast.gate_stop", text, made.id), now=now)
     return TickResult(
         Outcome.GATE_STOP,
-        detail=f"intent={made.id} {stamp.verdict} notice_candidate={notice.id}",
+        detail=f"intent={made.id} {stamp.verdict} notice_candidate={notice.id}{exempt}",
         error="; ".join(stamp.reasons),
         intent_id=made.id,
     )
+
+
+def _sanctioned_retry(ctx: TickContext, key: str) -> int | None:
+    """The decision id of a person's retry of a failed action with this key: the kernel-sanctioned
+    recovery retry the drift guard exempts (None: no such retry in the guard's window)."""
+    since = ctx.clock.now() - TRIED_WINDOW
+    for intent, decision_id in ctx.store.sanctioned_retries(ctx.profile, since=since):
+        if drift.normalise(intent.action_type, intent.title, intent.recipient) == key:
+            return decision_id
+    return None
+
+
+def _decide_or_refuse(
+    ctx: TickContext,
+    out: ActionIntentOut,
+    step: PlanStep | None,
+    *,
+    tried: list[str],
+    tainted: bool,
+    goal_version: int,
+) -> TickResult:
+    try:
+        return decide(ctx, out, step, tried=tried, tainted=tainted, goal_version=goal_version)
+    except ValidationError as exc:  # the one staging path refused it: nothing was stored
+        return TickResult(
+            Outcome.FAILED, detail="", error=f"refused at staging (nothing was staged): {exc.message}"
+        )
 
 
 def after(ctx: TickContext, result: TickResult) -> None:

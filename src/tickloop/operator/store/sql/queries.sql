@@ -12,6 +12,12 @@ RETURNING *;
 -- name: get_profile
 SELECT * FROM profiles WHERE name = :name;
 
+-- name: update_profile
+-- NULL keeps a field as it is.
+UPDATE profiles SET display_name = COALESCE(:display_name, display_name), timezone = COALESCE(:timezone, timezone)
+WHERE name = :name
+RETURNING *;
+
 -- name: list_profiles
 SELECT * FROM profiles ORDER BY name;
 
@@ -138,14 +144,17 @@ RETURNING *;
 
 -- name: finish_intent
 -- :from_a and :from_b are the statuses this ending may come from (claimed and/or sending).
-UPDATE intents SET status = :status, result = :result, handoff = :handoff, updated_at = :now
+-- Only an armed executor ends a claim (a dry pass never does), so the ending clears dry_run.
+UPDATE intents SET status = :status, result = :result, handoff = :handoff, dry_run = FALSE,
+                   updated_at = :now
 WHERE profile = :profile AND id = :id AND status IN (:from_a, :from_b) AND claim_owner = :owner
 RETURNING *;
 
 -- name: end_sending
 -- The executor's hand-over (finish_and_send), first half: the end of a side effect, so only a
 -- `sending` claim of this owner.
-UPDATE intents SET status = :status, result = :result, handoff = :handoff, updated_at = :now
+UPDATE intents SET status = :status, result = :result, handoff = :handoff, dry_run = FALSE,
+                   updated_at = :now
 WHERE profile = :profile AND id = :end_id AND status = 'sending' AND claim_owner = :owner;
 
 -- name: start_sending
@@ -156,14 +165,34 @@ WHERE profile = :profile AND id = :send_id AND status = 'claimed' AND claim_owne
 -- name: reap_stuck
 -- The guard lives in the WHERE: only a claim still `sending` and claimed before the cutoff. A
 -- completing executor's own UPDATE requires `sending` too, so exactly one of the two wins.
-UPDATE intents SET status = 'needs_human', updated_at = :now
+UPDATE intents SET status = 'needs_human', dry_run = FALSE, updated_at = :now
 WHERE status = 'sending' AND claimed_at < :cutoff
 RETURNING id;
 
 -- name: reap_stuck_profile
-UPDATE intents SET status = 'needs_human', updated_at = :now
+UPDATE intents SET status = 'needs_human', dry_run = FALSE, updated_at = :now
 WHERE profile = :profile AND status = 'sending' AND claimed_at < :cutoff
 RETURNING id;
+
+-- name: reconcile_intent
+-- A person's reconciling decision (retry, done by hand, did not happen): compare-and-set on the
+-- status it was given at; a retry clears the old claim so the executor can take it afresh.
+UPDATE intents SET status = :status, decision_id = :decision_id, handoff = :handoff, claim_owner = NULL,
+                   claimed_at = NULL, claim_prior = NULL, updated_at = :now
+WHERE profile = :profile AND id = :id AND status = :expected
+RETURNING *;
+
+-- name: record_preview
+-- A dry pass's preview: what a real run would do. The status (and updated_at, which the drift
+-- guard's window reads) stays as it was; a row that moved on meanwhile is left alone.
+UPDATE intents SET result = :result WHERE profile = :profile AND id = :id AND status = :expected;
+
+-- name: sanctioned_retries
+-- The retries a person sanctioned since :since, newest first, with the intent they hand back.
+SELECT i.*, d.id AS retry_decision FROM decisions d
+JOIN intents i ON i.profile = d.profile AND i.id = d.intent_id
+WHERE d.profile = :profile AND d.kind = 'retry' AND d.decided_at >= :since
+ORDER BY d.id DESC LIMIT :limit;
 
 -- name: failed_actions
 SELECT * FROM intents

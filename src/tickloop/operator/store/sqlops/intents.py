@@ -136,6 +136,50 @@ class IntentOps(SqlBase):
         assert made is not None
         return rows.decision(made)
 
+    def reconcile(
+        self, profile: str, intent_id: int, kind: DecisionKind, *, by: str, now: datetime, note: str = ""
+    ) -> tuple[Decision, Intent]:
+        kind = DecisionKind(kind)
+        with self._write() as tx:
+            current = tx.one("get_intent", profile=profile, id=intent_id)
+            if current is None:
+                raise NotFoundError(f"no intent {intent_id} in profile {profile!r}")
+            found = rows.intent(current)
+            target = machine.reconcile_target(kind, found.status, found.verdict)
+            made = tx.one(
+                "add_decision",
+                profile=profile,
+                intent_id=intent_id,
+                kind=kind,
+                by_whom=by,
+                note=note,
+                now=now,
+            )
+            assert made is not None
+            moved = tx.one(
+                "reconcile_intent",
+                profile=profile,
+                id=intent_id,
+                status=target,
+                expected=found.status,
+                decision_id=made["id"],
+                # done by hand: completed, and never mistaken for something the machine did
+                handoff=found.handoff or kind is DecisionKind.DONE_BY_HAND,
+                now=now,
+            )
+            if moved is None:  # raising rolls the decision back with the transaction
+                self._intent_lost(tx, profile, intent_id, found.status, target)
+        assert made is not None
+        assert moved is not None
+        return rows.decision(made), rows.intent(moved)
+
+    def sanctioned_retries(
+        self, profile: str, *, since: datetime, limit: int = 50
+    ) -> list[tuple[Intent, int]]:
+        with self._read() as tx:
+            found = tx.rows("sanctioned_retries", profile=profile, since=since, limit=limit)
+        return [(rows.intent(r), int(r["retry_decision"])) for r in found]
+
     def get_decision(self, profile: str, decision_id: int) -> Decision:
         with self._read() as tx:
             row = tx.one("get_decision", profile=profile, id=decision_id)
@@ -157,6 +201,19 @@ class IntentOps(SqlBase):
                 self._claim_lost(tx, profile, intent_id, owner, IntentStatus.CLAIMED)
         assert row is not None
         return rows.intent(row)
+
+    def record_preview(
+        self, profile: str, intent_id: int, preview: dict[str, Any], *, expected: IntentStatus
+    ) -> bool:
+        with self._write() as tx:
+            changed = tx.run(
+                "record_preview",
+                profile=profile,
+                id=intent_id,
+                result=dumps("result", preview),
+                expected=expected,
+            )
+        return changed == 1
 
     def mark_sending(self, profile: str, intent_id: int, *, owner: str, now: datetime) -> Intent:
         with self._write_one() as tx:

@@ -35,6 +35,17 @@ class ProfileOps(SqlBase):
             )
         return rows.profile(row)
 
+    def update_profile(
+        self, name: str, *, display_name: str | None = None, timezone: str | None = None
+    ) -> Profile:
+        with self._write_one() as tx:
+            row = tx.one("update_profile", name=name, display_name=display_name, timezone=timezone)
+        if row is None:
+            raise NotFoundError(
+                f"no profile {name!r}; create it with `tickloop operator init --profile NAME`"
+            )
+        return rows.profile(row)
+
     def list_profiles(self) -> list[Profile]:
         with self._read() as tx:
             return [rows.profile(r) for r in tx.rows("list_profiles")]

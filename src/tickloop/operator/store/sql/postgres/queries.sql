@@ -31,7 +31,8 @@ ORDER BY profile DESC, id DESC LIMIT :limit;
 -- Each UPDATE re-checks its WHERE against the newest row version after waiting for a concurrent
 -- writer (the reaper, a release), as on its own. Only the ids come back: what each half won.
 WITH ended AS (
-    UPDATE intents SET status = :status, result = :result, handoff = :handoff, updated_at = :now
+    UPDATE intents SET status = :status, result = :result, handoff = :handoff, dry_run = FALSE,
+                       updated_at = :now
     WHERE profile = :profile AND id = :end_id AND status = 'sending' AND claim_owner = :owner
     RETURNING id
 ), sending AS (
