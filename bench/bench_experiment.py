@@ -1,19 +1,26 @@
-"""The experiment runner: what it adds per step, how close it gets to an ideal server, and its memory.
+"""The experiment runner: what it adds per step, how it scales when fsync is slow, and its memory.
 
 1. Overhead: N sessions x 8 steps on the offline model at concurrency 64, per step, as a ratio to
    ONE session's per-step cost measured in the same run (target <= 1.2). Rounds alternate the two.
 2. Throughput: the scripted HTTP server answering each request after 50 ms, concurrency 64: the
    achieved steps per second as a fraction of the ideal 64 / 0.05 s (target >= 0.8).
-3. Peak RSS of a `tickloop experiment run` process for 1,000 and 10,000 one-step sessions: flat in
+3. Slow fsyncs: 40 sessions x 4 steps against the 50 ms server, concurrency 8 vs 1 (target >= 4x)
+   and concurrency 8 vs the bare ``openai`` SDK at concurrency 8 (target >= 0.8), once with the
+   disk's own fsyncs and once with every fsync slowed to 5 ms by an LD_PRELOAD shim
+   (``bench/_slow_fsync.py``, compiled with gcc at run time). Each run is a child process, so the
+   shim applies to it alone; the output says which fsync it measured, and its median.
+4. ``--processes 2`` vs 1 against the same server: requests per second of the whole command.
+5. Peak RSS of a `tickloop experiment run` process for 1,000 and 10,000 one-step sessions: flat in
    the session count because results stream to disk (ratio 10k / 1k, target ~1).
 
-Run directories live in /dev/shm when it exists: the figures are about the runner, not the disk
-(every transcript and ledger record is still fsynced as in production).
+Run directories are on a real disk, never tmpfs (the output names the filesystem): fsync's cost is
+part of what is measured.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import subprocess
@@ -22,6 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench._slow_fsync import build_shim, filesystem, fsync_ms, preload_env
 from tickloop.config import load_settings
 from tickloop.experiment.runner import Runner
 from tickloop.experiment.spec import parse_spec
@@ -38,8 +46,11 @@ def _spec(sessions: int, steps: int, model: str = "offline") -> bytes:
 
 
 def _scratch() -> Path:
-    base = "/dev/shm" if Path("/dev/shm").is_dir() else None
-    return Path(tempfile.mkdtemp(prefix="tickloop-bench-", dir=base))
+    """A fresh directory on a real disk: the temp dir, or the working directory if that is tmpfs."""
+    base = None if filesystem(Path(tempfile.gettempdir())) != "tmpfs" else str(Path.cwd())
+    made = Path(tempfile.mkdtemp(prefix="tickloop-bench-", dir=base))
+    assert filesystem(made) != "tmpfs", f"{made} is on tmpfs"
+    return made
 
 
 def _run(spec: bytes, *, concurrency: int, config: Path | None = None) -> tuple[float, int]:
@@ -175,9 +186,98 @@ def peak_rss(sessions: int) -> int:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _spread(values: list[float]) -> str:
+    mid = sorted(values)[len(values) // 2]
+    return f"{mid:.2f} (min {min(values):.2f} max {max(values):.2f})"
+
+
+def _child(env: dict[str, str], *args: object, cpu: list[float] | None = None) -> float:
+    """Requests per second of one measured run in a child process with ``env`` (its CPU ms per
+    request appended to ``cpu``: a figure the machine's load does not change much)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "bench._experiment_child", *map(str, args)],
+        env=env, capture_output=True, text=True, check=True, timeout=1800,
+        cwd=Path(__file__).resolve().parent.parent,
+    )  # fmt: skip
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    if cpu is not None:
+        cpu.append(1000 * float(result["cpu"]) / float(result["requests"]))
+    return float(result["requests"]) / float(result["seconds"])
+
+
+def _scripted_config(scratch: Path, base_url: str) -> Path:
+    config = scratch / "config.toml"
+    config.write_text(f'[model.endpoints.scripted]\nbaseUrl = "{base_url}"\nmodel = "tickloop-test"\n')
+    return config
+
+
+def slow_fsync(sessions: int, steps: int = 4) -> None:
+    """Concurrency 8 vs 1, and vs the bare SDK, with the disk's fsyncs and with 5 ms fsyncs."""
+    scratch = _scratch()
+    try:
+        shim = build_shim(scratch)
+        with OpenAIServer(default=Reply.text("ok", chunks=1, chunk_delay=0.05)) as server:
+            config = _scripted_config(scratch, server.base_url)
+            for label, env in (
+                ("disk's own fsync", preload_env(None)),
+                ("fsync slowed to 5 ms", preload_env(shim)),
+            ):
+                median = fsync_ms(scratch, env)
+                scale, vs_sdk, ours_cpu, sdk_cpu = [], [], [], []
+                for r in range(ROUNDS):
+                    runs = {
+                        c: _child(env, "runner", config, scratch / f"{label[:4]}{r}-{c}", sessions, steps, c,
+                                  cpu=ours_cpu if c == 8 else None)
+                        for c in (1, 8)
+                    }  # fmt: skip
+                    bare = _child(env, "sdk", server.base_url, sessions * (steps + 1), 8, cpu=sdk_cpu)
+                    scale.append(runs[8] / runs[1])
+                    vs_sdk.append(runs[8] / bare)
+                where = f"{label}, median {median:.2f} ms, on {filesystem(scratch)}"
+                print(f"[{where}] {sessions} sessions x {steps} steps, 50 ms server: concurrency 8 vs 1: "
+                      f"ratio {_spread(scale)}  target >= 4")  # fmt: skip
+                print(f"[{where}] concurrency 8 vs the bare openai SDK at 8: ratio {_spread(vs_sdk)}"
+                      "  target >= 0.8")  # fmt: skip
+                print(f"[{where}] CPU ms per request at concurrency 8: the runner {_spread(ours_cpu)}, "
+                      f"the bare SDK {_spread(sdk_cpu)}")  # fmt: skip
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def processes(sessions: int, steps: int = 4, concurrency: int = 64) -> None:
+    """Requests/s of `experiment run --processes 2` vs `--processes 1` (the whole command, start-up
+    included) against one 50 ms server, each process at ``concurrency``."""
+    scratch = _scratch()
+    ratios = []
+    try:
+        with OpenAIServer(default=Reply.text("ok", chunks=1, chunk_delay=0.05)) as server:
+            env = {**preload_env(None), "TICKLOOP_CONFIG": str(_scripted_config(scratch, server.base_url))}
+            (scratch / "spec.toml").write_bytes(_spec(sessions, steps, "scripted"))
+            for r in range(ROUNDS):
+                rates = {}
+                for count in (1, 2):
+                    command = [sys.executable, "-m", "tickloop", "experiment", "run", "spec.toml",
+                               "--out", f"p{r}-{count}", "--processes", str(count),
+                               "--concurrency", str(concurrency)]  # fmt: skip
+                    started = time.perf_counter()
+                    subprocess.run(
+                        command, cwd=scratch, env=env, capture_output=True, check=True, timeout=1800
+                    )
+                    rates[count] = sessions * (steps + 1) / (time.perf_counter() - started)
+                ratios.append(rates[2] / rates[1])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print(
+        f"--processes 2 vs 1, {sessions} sessions x {steps} steps, concurrency {concurrency} per process, "
+        f"50 ms server, on {os.cpu_count()} cores: requests/s ratio {_spread(ratios)}"
+    )
+
+
 def run(*, quick: bool = False) -> None:
     overhead(100 if quick else 1000)
     throughput(64 if quick else 640)
+    slow_fsync(16 if quick else 40)
+    processes(128 if quick else 512)
     small, large = (100, 1000) if quick else (1000, 10_000)
     low = peak_rss(small)
     high = peak_rss(large)

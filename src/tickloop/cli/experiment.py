@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
+import json
 import os
 import sys
 from collections.abc import Mapping
@@ -29,7 +32,25 @@ def experiment() -> None:
 @click.option("--concurrency", type=click.IntRange(1, 4096), default=8, show_default=True)
 @click.option("--per-endpoint", type=click.IntRange(1, 4096), help="Concurrent requests per model endpoint.")
 @click.option("--shard", default="1/1", show_default=True, help="Run the K-th of N deterministic shares.")
-def run(spec_path: Path, out: Path | None, concurrency: int, per_endpoint: int | None, shard: str) -> None:
+@click.option(
+    "--processes",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="Shard processes on this machine into the same run directory, each with its own event loop "
+    "and --concurrency sessions.",
+)
+@click.option("--summary-json", is_flag=True, hidden=True, help="No bar; the summary as one JSON line.")
+def run(
+    spec_path: Path,
+    out: Path | None,
+    *,
+    concurrency: int,
+    per_endpoint: int | None,
+    shard: str,
+    processes: int,
+    summary_json: bool,
+) -> None:
     """Run every session of SPEC.toml (complete ones are skipped when run again).
 
     Exit 2 if what the sessions need (models, keys, endpoints, the workspace) is missing: nothing
@@ -41,7 +62,16 @@ def run(spec_path: Path, out: Path | None, concurrency: int, per_endpoint: int |
     settings = load_settings()
     spec = load_spec(spec_path, configured=dict(settings.tick.policies))
     target = out if out is not None else Path("experiments") / spec.name
-    bar = _Bar()
+    if processes > 1:
+        options = [
+            "--concurrency",
+            str(concurrency),
+            *(["--per-endpoint", str(per_endpoint)] if per_endpoint else []),
+        ]
+        _processes(spec, spec_path, target, processes=processes, shard=Shard.parse(shard), options=options,
+                   settings=settings)  # fmt: skip
+        return
+    bar = None if summary_json else _Bar()
     runner = Runner(
         spec,
         target,
@@ -52,16 +82,38 @@ def run(spec_path: Path, out: Path | None, concurrency: int, per_endpoint: int |
         shard=Shard.parse(shard),
         progress=bar,
     )
-    with bar:
+    with bar or contextlib.nullcontext():
         summary = asyncio.run(runner.run())
+    if summary_json:
+        click.echo(json.dumps(dataclasses.asdict(summary)))
+        return
+    _said(spec.name, summary, target)
+
+
+def _processes(
+    spec: Any, spec_path: Path, target: Path, *, processes: int, shard: Any, options: list[str], settings: Any
+) -> None:
+    from tickloop.experiment.processes import run_processes  # noqa: PLC0415
+
+    click.echo(f"{spec.name}: {processes} processes -> {target}", err=True)
+    summary, code = run_processes(
+        spec, spec_path, target, processes=processes, shard=shard, options=options, settings=settings
+    )
+    _said(spec.name, summary, target, code=code)
+
+
+def _said(name: str, summary: Any, target: Path, *, code: int = 0) -> None:
+    """The run's summary line; exit ``code`` (a child process's), else 3 if sessions failed."""
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(summary.statuses.items())) or "none"
     click.echo(
-        f"{spec.name}: ran {summary.ran} sessions ({statuses}); skipped {summary.skipped} complete; "
+        f"{name}: ran {summary.ran} sessions ({statuses}); skipped {summary.skipped} complete; "
         f"{summary.abandoned} abandoned attempts re-run as new sessions -> {target}"
     )
+    if code:
+        raise SystemExit(code)
     if summary.failed:
         click.echo(
-            f"{spec.name}: {summary.failed} sessions were refused or crashed (exit {EXIT_SESSIONS_FAILED}); "
+            f"{name}: {summary.failed} sessions were refused or crashed (exit {EXIT_SESSIONS_FAILED}); "
             "`tickloop experiment export` shows each one's cause",
             err=True,
         )
@@ -124,7 +176,12 @@ class _Bar:
 @experiment.command("export")
 @click.argument("dirs", nargs=-1, required=True, type=_DIR)
 @click.option(
-    "--format", "fmt", type=click.Choice(["parquet", "jsonl", "csv"]), default="parquet", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["parquet", "jsonl", "csv", "inspect"]),
+    default="parquet",
+    show_default=True,
+    help="inspect: one Inspect AI eval log (.eval) per cell (extra `inspect`).",
 )
 @click.option("--out", type=_DIR, help="Where to write (default: DIR/export).")
 @click.option("--no-redact", is_flag=True, help="Export raw text and details. Never publish such an export.")
@@ -138,6 +195,12 @@ def export_command(
     from tickloop.experiment.export import export  # noqa: PLC0415
 
     target = out if out is not None else dirs[0] / "export"
+    if fmt == "inspect":
+        from tickloop.experiment.inspect_log import export_inspect  # noqa: PLC0415
+
+        logs = export_inspect(list(dirs), target, redact=not no_redact, keep_text=keep_text)
+        click.echo(f"{logs['sessions']} sessions, {logs['logs']} Inspect logs -> {target} (see REDACTION.md)")
+        return
     counts = export(list(dirs), target, fmt, redact=not no_redact, keep_text=keep_text)
     click.echo(
         f"{counts['sessions']} sessions, {counts['steps']} steps, {counts['runs']} models -> {target} "
@@ -151,15 +214,22 @@ def export_command(
     "--html", "html_path", type=click.Path(path_type=Path, dir_okay=False), help="Write one HTML file."
 )
 @click.option("--plots", "plots_dir", type=_DIR, help="Where the PNG plots go (default: DIR/plots).")
-def report(dirs: tuple[Path, ...], html_path: Path | None, plots_dir: Path | None) -> None:
+@click.option(
+    "--by",
+    type=click.Choice(["cell", "model", "policy", "opening", "tools", "temperature"]),
+    default="cell",
+    show_default=True,
+    help="Group the table and the plots by one factor instead of by cell.",
+)
+def report(dirs: tuple[Path, ...], html_path: Path | None, plots_dir: Path | None, by: str) -> None:
     """Print the summary table per cell and write PNG plots (and, with --html, one shareable file)."""
     from rich.console import Console  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
     from tickloop.experiment.report import html_report, plots, summarise, table  # noqa: PLC0415
 
-    name, cells = summarise(list(dirs))
-    head, *body = table(cells)
+    name, cells = summarise(list(dirs), by=by)
+    head, *body = table(cells, by=by)
     shown = Table(*(inert(h) for h in head), title=inert(name))
     for row in body:
         shown.add_row(*(inert(v, keep_newlines=False) for v in row))

@@ -212,7 +212,7 @@ def _step_row(
     }
 
 
-def _failure(rec: dict[str, Any]) -> str | None:
+def failure_text(rec: dict[str, Any]) -> str | None:
     """The text of a session's failure: a crash's error, or the opening turn's provider error."""
     if rec.get("error") is not None:
         return str(rec["error"])
@@ -257,7 +257,7 @@ def _session(
         calls = int(step.get("toolCalls", tools.get(int(step["step"]), 0)))
         row = _step_row(common, step, text, totals, tools=calls, redactor=redactor)
         steps.append({**row, "end_rule": rec.get("endRule")})
-    status, failure = str(rec.get("status")), _failure(rec)
+    status, failure = str(rec.get("status")), failure_text(rec)
     session = {
         **common,
         "attempt": start.get("attempt", 1),

@@ -28,11 +28,8 @@ def check_models(spec: Spec, settings: Settings, env: Mapping[str, str]) -> None
 
 
 def spec_toolsets(spec: Spec) -> tuple[str, ...]:
-    """Every toolset some session of the spec enables."""
-    levels = getattr(spec, "toolsets", None)  # a factorial spec has tools levels (issue 28)
-    if levels is not None:
-        return tuple(sorted({t for _, enabled in levels for t in enabled}))
-    return tuple(spec.tools)
+    """Every toolset some session of the spec enables, over all its ``tools`` levels."""
+    return tuple(sorted(spec.every_toolset))
 
 
 def check_tools(spec: Spec, settings: Settings) -> None:

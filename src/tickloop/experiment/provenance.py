@@ -42,10 +42,7 @@ def model_settings(name: str, settings: Settings) -> dict[str, Any]:
 
 def spec_openings(spec: Spec) -> dict[str, tuple[str, ...]]:
     """The spec's opening variants by name (a spec with one ``opening`` has one, ``default``)."""
-    variants = getattr(spec, "openings", None)  # a factorial spec names its variants (issue 28)
-    if variants is not None:
-        return {str(name): tuple(lines) for name, lines in variants}
-    return {"default": tuple(spec.opening)}
+    return dict(spec.openings)
 
 
 def run_record(spec: Spec, settings: Settings) -> dict[str, Any]:

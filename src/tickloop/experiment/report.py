@@ -15,9 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tickloop.errors import ConfigError
 from tickloop.experiment.dataset import rows
 from tickloop.experiment.export import experiment_name
 from tickloop.experiment.redaction import Redactor
+from tickloop.experiment.spec import FACTORS
 
 PLOTS = ("response_length.png", "tokens.png", "outcomes.png", "latency.png")
 
@@ -40,12 +42,19 @@ class CellStats:
         return self.complete / self.sessions if self.sessions else 0.0
 
 
-def summarise(directories: Sequence[Path]) -> tuple[str, dict[str, CellStats]]:
-    """The experiment's name and each cell's aggregates."""
+#: what ``report --by`` groups on: the cell, or any one factor (its column in the tables)
+BY: dict[str, str] = {"cell": "cell", **{f: "policy_id" if f == "policy" else f for f in FACTORS}}
+
+
+def summarise(directories: Sequence[Path], *, by: str = "cell") -> tuple[str, dict[str, CellStats]]:
+    """The experiment's name and the aggregates of each cell, or of each level of the factor ``by``."""
+    if by not in BY:
+        raise ConfigError(f"--by {by!r}: expected one of {', '.join(BY)}")
     name = experiment_name(directories[0])
     cells: dict[str, CellStats] = defaultdict(CellStats)
     for session, steps in rows(directories, name, Redactor()):
-        cell = cells[str(session["cell"])]
+        level = session[BY[by]]
+        cell = cells["-" if level is None else str(level)]
         cell.sessions += 1
         cell.complete += session["status"] == "complete"
         cell.steps_completed.append(int(session["steps_completed"]))
@@ -62,9 +71,9 @@ def summarise(directories: Sequence[Path]) -> tuple[str, dict[str, CellStats]]:
     return name, dict(sorted(cells.items()))
 
 
-def table(cells: dict[str, CellStats]) -> list[list[str]]:
-    """Header and rows of the summary table."""
-    out = [["cell", "sessions", "completion", "steps completed", "mean tokens", "mean chars by step"]]
+def table(cells: dict[str, CellStats], *, by: str = "cell") -> list[list[str]]:
+    """Header and rows of the summary table (the first column names the groups: ``by``)."""
+    out = [[by, "sessions", "completion", "steps completed", "mean tokens", "mean chars by step"]]
     for name, c in cells.items():
         by_step = " ".join(
             f"{step}:{statistics.fmean(v):.0f}" for step, v in sorted(c.chars_by_step.items()) if v

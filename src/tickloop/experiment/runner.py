@@ -14,6 +14,9 @@ The run directory::
     run.json                        provenance: versions, digests, model ids, generation settings
     run.key                         the secret that keys the export's digests (0600, never exported)
 
+Every line of those files is fsynced on the worker threads of an ``FsyncPool``, in the protocol's
+order (``tickloop.harness.durable``): while one session waits for the disk, the others run.
+
 Resuming: a key with a ``finished`` record is skipped. A key ``started`` but never finished (the
 process died) gets an ``abandoned`` record and runs afresh as a NEW session (``-a2``); it is never
 resumed silently.
@@ -34,6 +37,7 @@ from tickloop.audit import read_ledger, session_file_name
 from tickloop.config import Settings
 from tickloop.errors import ConfigError
 from tickloop.experiment.spec import ALL, SessionPlan, Shard, Spec
+from tickloop.harness.durable import FsyncPool
 from tickloop.harness.events import AgentEvent, TextStreamed, TurnEnded, TurnStarted
 from tickloop.models.base import ChatMessage, ChatModel, Completion, Finished, StreamEvent, ToolSpec
 from tickloop.models.offline import OfflineModel
@@ -153,6 +157,19 @@ def prepare_dir(spec: Spec, out: Path) -> None:
         digest.write_text(spec.sha256 + "\n", encoding="utf-8")
     for sub in (SESSIONS, LEDGERS):
         (out / sub).mkdir(exist_ok=True, mode=0o700)
+
+
+async def prepare_run(spec: Spec, out: Path, settings: Settings, env: Mapping[str, str]) -> None:
+    """Before the first session: the preflight (what every session needs fails once, first, with
+    nothing written), then the run directory, ``run.json`` and ``run.key``."""
+    from tickloop.experiment.preflight import preflight  # noqa: PLC0415
+    from tickloop.experiment.provenance import write_run_record  # noqa: PLC0415
+    from tickloop.experiment.redaction import new_key  # noqa: PLC0415
+
+    await preflight(spec, settings, env)
+    prepare_dir(spec, out)
+    write_run_record(spec, settings, out)
+    new_key(out)
 
 
 class _LimitedModel:
@@ -279,18 +296,14 @@ class Runner:
         self.progress: Progress = progress or _Quiet()
         self.manifest = Manifest(out / MANIFEST)
         self._gates: dict[str, asyncio.Semaphore] = {}
-        self._models: dict[str, ChatModel] = {}  #: one per endpoint, shared by its sessions
+        #: one per endpoint and temperature, shared by its sessions
+        self._models: dict[tuple[str, float | None], ChatModel] = {}
         self.statuses: dict[str, int] = {}
+        #: the sessions' fsyncs (transcripts, ledgers, the manifest) run here, off the event loop
+        self._pool: FsyncPool | None = None
 
     async def run(self) -> RunSummary:
-        from tickloop.experiment.preflight import preflight  # noqa: PLC0415
-        from tickloop.experiment.provenance import write_run_record  # noqa: PLC0415
-        from tickloop.experiment.redaction import new_key  # noqa: PLC0415
-
-        await preflight(self.spec, self.settings, self.env)  # what every session needs fails once, first
-        prepare_dir(self.spec, self.out)
-        write_run_record(self.spec, self.settings, self.out)
-        new_key(self.out)
+        await prepare_run(self.spec, self.out, self.settings, self.env)
         state = manifest_state(self.manifest)
         # A first pass only counts (for the progress bar and the summary); the second streams the
         # sessions to the workers, so the grid is never held in memory.
@@ -306,11 +319,13 @@ class Runner:
         self.progress.planned(cells, skipped, self.spec.steps)
         todo = sum(cells.values())
         queue = self._pending(state)
+        self._pool = FsyncPool(workers=min(64, 2 * self.concurrency))
         try:
             await asyncio.gather(*(self._worker(queue) for _ in range(min(self.concurrency, todo))))
         finally:
             for model in self._models.values():
                 await model.aclose()
+            self._pool.shutdown()
         return RunSummary(todo, skipped, abandoned, dict(self.statuses))
 
     def _owned(self) -> Iterator[SessionPlan]:
@@ -333,30 +348,43 @@ class Runner:
             self.statuses[status] = self.statuses.get(status, 0) + 1
             self.progress.session_done(plan.cell.name, status)
 
-    def _model(self, name: str) -> _LimitedModel:
+    def _model(self, name: str, temperature: float | None) -> _LimitedModel:
+        """The session's view of its endpoint: one shared model (one connection pool) per endpoint
+        and temperature, every view of the endpoint bounded by the endpoint's one semaphore."""
         from tickloop.models.registry import get_model  # noqa: PLC0415
 
         gate = self._gates.setdefault(name, asyncio.Semaphore(self.per_endpoint))
-        model = self._models.get(name)
+        model = self._models.get((name, temperature))
         if model is None:
             model = get_model(name, self.settings, self.env)
             if isinstance(model, OfflineModel):
                 # Stateful per session (its call history, failures scripted by call number) and
                 # holding no connection: each session gets its own, freed when the session ends.
                 return _LimitedModel(model, gate)
+            if temperature is not None:
+                _sample_at(model, temperature)
             model.keep_connections()
-            self._models[name] = model
+            self._models[(name, temperature)] = model
         return _LimitedModel(model, gate)
+
+    def _sent_temperature(self, name: str, level: float | None) -> float | None:
+        """What a request of this endpoint carries: the spec's level, else the endpoint's own."""
+        if level is not None or name == "offline":
+            return level
+        endpoint = self.settings.model.endpoints.get(name)
+        return None if endpoint is None else endpoint.temperature
 
     async def _session(self, plan: SessionPlan, attempt: int) -> str:
         from tickloop.harness import TickOptions, open_chat_agent  # noqa: PLC0415
         from tickloop.harness.tools import open_toolbox, tools_settings  # noqa: PLC0415
 
-        spec, session_id = self.spec, plan.session_id(self.spec.name, attempt)
+        spec, cell, session_id = self.spec, plan.cell, plan.session_id(self.spec.name, attempt)
         base = {"key": plan.key, "sessionId": session_id}
-        self.manifest.append(
-            {**base, "event": "started", "attempt": attempt, "cell": plan.cell.name,
-             "model": plan.cell.model, "policy": plan.cell.policy, "replicate": plan.replicate}
+        await self._append(
+            {**base, "event": "started", "attempt": attempt, "cell": cell.name, "model": cell.model,
+             "policy": cell.policy, "opening": cell.opening, "tools": cell.tools,
+             "temperature": self._sent_temperature(cell.model, cell.temperature), "replicate": plan.replicate,
+             "pid": os.getpid()}
         )  # fmt: skip
         options = TickOptions(
             default_ticks=spec.steps,
@@ -369,9 +397,10 @@ class Runner:
         meter = StepMeter(self.progress)
         error: str | None = None
         try:
-            model = meter.model = self._model(plan.cell.model)
+            model = meter.model = self._model(cell.model, cell.temperature)
             # The spec's toolsets, with the config's [tools] settings (the workspace root, caps).
-            tools = tools_settings(self.settings.tools, enable=spec.tools) if spec.tools else None
+            enable = spec.tools(cell.tools)
+            tools = tools_settings(self.settings.tools, enable=enable) if enable else None
             agent = open_chat_agent(
                 model,
                 sessions_dir=self.out / SESSIONS,
@@ -380,10 +409,11 @@ class Runner:
                 listeners=[meter],
                 toolbox=None if tools is None else open_toolbox(tools),
                 max_rounds=8 if tools is None else tools.max_rounds,
+                fsync_pool=self._pool,
             )
             await agent.start()
             try:
-                for line in spec.opening:
+                for line in spec.opening(cell.opening):
                     agent.submit(line)
                     await agent.wait_idle()
                 agent.submit(f"/tick {spec.steps} --policy {plan.cell.policy}")
@@ -395,13 +425,27 @@ class Runner:
         status, rule = (
             ("crashed", None) if error else _ending(self.out / LEDGERS / session_file_name(session_id))
         )
-        self.manifest.append(
+        await self._append(
             {**base, "event": "finished", "status": status, "endRule": rule, "error": error,
              "wallMs": _ms(time.monotonic() - meter.started), "steps": meter.steps,
              "stepsPlanned": spec.steps,
              "modelReturned": [] if meter.model is None else sorted(meter.model.returned)}
         )  # fmt: skip
         return status
+
+    async def _append(self, record: Mapping[str, Any]) -> None:
+        """A durable manifest record, written on a worker thread (the event loop runs on)."""
+        assert self._pool is not None
+        await self._pool.run(self.manifest.append, record)
+
+
+def _sample_at(model: ChatModel, temperature: float) -> None:
+    """Send ``temperature`` with every request of this (endpoint's own, unshared) model."""
+    from tickloop.models.openai_compat import OpenAICompatModel  # noqa: PLC0415
+
+    if not isinstance(model, OpenAICompatModel):
+        raise ConfigError(f"model {model.name!r} takes no temperature (the spec's temperature factor)")
+    model.temperature = temperature
 
 
 def _ending(ledger: Path) -> tuple[str, str | None]:

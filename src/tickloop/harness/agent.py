@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from tickloop.clock import Clock
 from tickloop.errors import ModelError, TickloopError
 from tickloop.harness.commands import CommandPlane, CommandResult, is_command
+from tickloop.harness.durable import Durability
 from tickloop.harness.events import (
     AgentEvent,
     Listener,
@@ -89,8 +90,10 @@ class Agent:
         listeners: Iterable[Listener] = (),
         toolbox: Toolbox | None = None,
         max_rounds: int = DEFAULT_MAX_ROUNDS,
+        durability: Durability | None = None,
     ) -> None:
         self.model = model
+        self.durability = durability
         self.toolbox = toolbox or Toolbox()
         self.max_rounds = max_rounds
         self._running_call: ToolCall | None = None
@@ -197,6 +200,8 @@ class Agent:
             await self.toolbox.aclose()
             await self.model.aclose()
         finally:
+            if self.durability is not None:
+                await self.durability.aclose()
             self.session.close()
 
     # -- input ---------------------------------------------------------------------------------
@@ -258,6 +263,9 @@ class Agent:
             while not self._queue:
                 self._wakeup.clear()
                 await self._wakeup.wait()
+            # What queued the input (a time step's tick_enqueued) is durable before the turn is written;
+            # the input stays queued meanwhile, so the agent is not idle.
+            await self._settle()
             await self._turn(self._queue.popleft())
 
     async def _turn(self, message: Message) -> None:
@@ -272,6 +280,7 @@ class Agent:
         if chunks:
             self.session.add_reply("".join(chunks))
         terminal = self.session.end_turn(status, usage=usage, detail=detail)
+        await self._settle()  # the terminal is durable before any plugin schedules on it
         self._stream = None
         self.emit(TurnEnded(terminal))
         ended = self.session.turns[-1]
@@ -295,6 +304,7 @@ class Agent:
             text = "".join(chunks)
             chunks.clear()
             self.session.begin_tool_round(text, calls)
+            await self._settle()  # the calls are durable before any of them runs
             if rounds > self.max_rounds:
                 for call in calls:
                     self.session.add_tool_result(skipped_result(call, self.max_rounds))
@@ -337,6 +347,7 @@ class Agent:
     async def _stream_once(
         self, number: int, chunks: list[str], specs: tuple[ToolSpec, ...]
     ) -> tuple[Usage | None, tuple[ToolCall, ...]]:
+        await self._settle()  # what led to this request is durable before it is sent
         stream = self.model.stream(self._model_input(with_tools=bool(specs)), tools=specs)
         usage: Usage | None = None
         calls: tuple[ToolCall, ...] = ()
@@ -369,6 +380,12 @@ class Agent:
             if turn.reply is not None:
                 out.append(ChatMessage("assistant", turn.reply.text))
         return out
+
+    async def _settle(self) -> None:
+        """With a ``Durability``: wait (off the event loop) until every line written is durable.
+        Without one there is nothing to wait for: each append fsynced before it returned."""
+        if self.durability is not None:
+            await self.durability.settle()
 
     def _observe(self, turn: Turn) -> None:
         for plugin in self.plugins:

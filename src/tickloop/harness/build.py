@@ -15,9 +15,11 @@ from pathlib import Path
 from tickloop.audit import audit_key, open_session_ledger, read_ledger
 from tickloop.clock import Clock, SystemClock
 from tickloop.harness.agent import Agent
+from tickloop.harness.durable import NEVER, Durability, FsyncPool
 from tickloop.harness.events import Listener
 from tickloop.harness.plugin import Plugin
 from tickloop.harness.session import open_session
+from tickloop.harness.tick_ledger import LedgerSink
 from tickloop.harness.tick_options import TickOptions
 from tickloop.harness.tick_plugin import TickPlugin
 from tickloop.harness.timers import Timers
@@ -25,12 +27,24 @@ from tickloop.harness.tools.base import Toolbox
 from tickloop.models.base import ChatModel
 
 
-def open_tick_plugin(options: TickOptions, session_id: str, *, timers: Timers | None = None) -> TickPlugin:
-    """A tick plugin writing to ``<auditDir>/session-<id>.jsonl``; it closes a crashed run on start."""
+def open_tick_plugin(
+    options: TickOptions,
+    session_id: str,
+    *,
+    timers: Timers | None = None,
+    durability: Durability | None = None,
+) -> TickPlugin:
+    """A tick plugin writing to ``<auditDir>/session-<id>.jsonl``; it closes a crashed run on start.
+
+    With ``durability`` its appends only write, and the agent settles them (``harness.durable``)."""
     key = audit_key(options.audit_key_env) if options.audit_key_env else None
-    ledger = open_session_ledger(options.audit_dir, session_id, chain=options.chain, key=key)
+    every = 1 if durability is None else NEVER
+    ledger = open_session_ledger(
+        options.audit_dir, session_id, chain=options.chain, key=key, fsync_every=every
+    )
     prior = read_ledger(ledger.path).records()
-    return TickPlugin(options, ledger, timers=timers, prior_records=prior)
+    sink: LedgerSink = ledger if durability is None else durability.ledger(ledger)
+    return TickPlugin(options, sink, timers=timers, prior_records=prior)
 
 
 def open_chat_agent(
@@ -44,16 +58,21 @@ def open_chat_agent(
     timers: Timers | None = None,
     toolbox: Toolbox | None = None,
     max_rounds: int = 8,
+    fsync_pool: FsyncPool | None = None,
 ) -> Agent:
     """An Agent on a persistent session; ``tick=None`` runs without the tick plugin; ``toolbox``
-    offers tools to the model (started by ``agent.start()``, closed by ``agent.close()``)."""
+    offers tools to the model (started by ``agent.start()``, closed by ``agent.close()``).
+
+    ``fsync_pool``: the session's fsyncs run on the pool's threads, off the event loop, in the
+    protocol's order (``harness.durable``); without it each append fsyncs before it returns."""
     clock = clock or SystemClock()
     if tick is not None and tick.audit_key_env:
         audit_key(tick.audit_key_env)  # a missing key fails before any file is created
-    session = open_session(sessions_dir, session_id, clock=clock)
+    durability = None if fsync_pool is None else Durability(fsync_pool)
+    session = open_session(sessions_dir, session_id, clock=clock, durability=durability)
     plugins: list[Plugin] = []
     if tick is not None:
-        plugins.append(open_tick_plugin(tick, session_id, timers=timers))
+        plugins.append(open_tick_plugin(tick, session_id, timers=timers, durability=durability))
     return Agent(
         model,
         session,
@@ -62,4 +81,5 @@ def open_chat_agent(
         listeners=listeners,
         toolbox=toolbox,
         max_rounds=max_rounds,
+        durability=durability,
     )

@@ -58,10 +58,12 @@ def encode(record: Mapping[str, Any]) -> bytes:
 
 
 class JsonlLog:
-    """An open append-only JSONL file; ``append`` returns only after the line is fsynced."""
+    """An open append-only JSONL file; ``append`` returns only after the line is fsynced.
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    ``fsync=False``: ``append`` only writes; a ``tickloop.harness.durable.Durability`` fsyncs."""
+
+    def __init__(self, path: Path, *, fsync: bool = True) -> None:
+        self.path, self._fsync = path, fsync
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
         _lock(self._fd, path)
         self.torn_repaired = _cut_torn_tail(path)
@@ -70,7 +72,8 @@ class JsonlLog:
         if self._fd < 0:
             raise SessionError(f"{self.path} is closed")
         os.write(self._fd, encode(record) + b"\n")
-        os.fsync(self._fd)
+        if self._fsync:
+            os.fsync(self._fd)
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tickloop.audit import session_file_name
 from tickloop.clock import Clock, SystemClock, utc_iso
@@ -43,6 +43,9 @@ from tickloop.inert import inert
 from tickloop.models.base import ToolCall, Usage
 from tickloop.protocol.envelope import USER_SOURCE, Message, Source, is_time_step
 from tickloop.protocol.predicates import SessionView, TerminalStatus
+
+if TYPE_CHECKING:
+    from tickloop.harness.durable import Durability
 
 VERSION = 1
 ASSISTANT_SOURCE = Source("assistant")
@@ -284,13 +287,20 @@ def session_path(sessions_dir: Path, session_id: str) -> Path:
     return path
 
 
-def open_session(sessions_dir: Path, session_id: str, *, clock: Clock | None = None) -> Session:
-    """Open (creating if needed) a session; a turn a crash left open gets an ``interrupted`` terminal."""
+def open_session(
+    sessions_dir: Path, session_id: str, *, clock: Clock | None = None, durability: Durability | None = None
+) -> Session:
+    """Open (creating if needed) a session; a turn a crash left open gets an ``interrupted`` terminal.
+
+    With ``durability`` appends only write, and the agent settles them (``harness.durable``)."""
     clock = clock or SystemClock()
     check_session_id(session_id)  # before any directory is made for it
     path = session_path(private_dir(sessions_dir), session_id)
     records = read_records(path) if path.exists() else []
-    session = Session(session_id=session_id, log=JsonlLog(path), clock=clock)
+    log: RecordLog = JsonlLog(path, fsync=durability is None)
+    if durability is not None:
+        log = durability.log(log, path)
+    session = Session(session_id=session_id, log=log, clock=clock)
     if not records:
         session.log.append(
             {"type": "session", "id": session_id, "version": VERSION, "createdAt": utc_iso(clock.now())}

@@ -128,7 +128,7 @@ async def test_parquet_carries_provenance_and_column_meanings(tmp_path: Path, li
     assert runs["offline"]["spec_sha256"] == spec.sha256
     assert runs["offline"]["schema_version"] == SCHEMA_VERSION
     assert json.loads(runs["offline"]["opening_sha256"]) == {
-        "default": ["sha256:" + hashlib.sha256(line.encode()).hexdigest() for line in spec.opening]
+        "default": ["sha256:" + hashlib.sha256(line.encode()).hexdigest() for line in spec.opening("default")]
     }
     schema = pq.read_schema(tmp_path / "x" / "steps.parquet")
     provenance = json.loads(schema.metadata[b"tickloop.provenance"])

@@ -353,3 +353,96 @@ async def test_an_experiment_with_the_workspace_toolset_counts_tool_calls(tmp_pa
     export([out], tmp_path / "x", "jsonl")
     rows = [json.loads(line) for line in (tmp_path / "x" / "steps.jsonl").read_text().splitlines()]
     assert [(r["step"], r["tool_calls"]) for r in rows] == [(0, 0), (1, 1), (2, 1)]
+
+
+FACTORIAL = b"""
+name = "fx"
+policies = ["default"]
+models = ["scripted"]
+steps = 2
+replicates = 1
+tools = ["none", "workspace"]
+temperature = [0.0, 0.9]
+[openings]
+alpha = ["Alpha opening."]
+beta = ["Beta opening.", "Beta second line."]
+"""
+
+
+async def test_a_factorial_grid_sends_each_sessions_levels_and_tables_name_them(
+    tmp_path: Path, scripted: OpenAIServer
+) -> None:
+    """openings x tools x temperature: every request carries its session's temperature and offers tools
+    exactly on the workspace level; every table has a column per factor; report groups by any factor."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    extra = f'[tools.workspace]\nroot = "{workspace}"\n'
+    settings = load_settings(env={}, path=_config(tmp_path, scripted.base_url, extra))
+    out = tmp_path / "run"
+    summary = await Runner(parse_spec(FACTORIAL, where="s"), out, settings=settings, env={}).run()
+    assert summary.statuses == {"complete": 8}
+    groups: dict[tuple[str, bool, float], int] = {}
+    for request in scripted.requests:
+        body = request.body or {}
+        first = body["messages"][0]["content"]
+        key = (first, "tools" in body, body["temperature"])
+        groups[key] = groups.get(key, 0) + 1
+    # each session: its opening lines, then 2 time steps; the first message names the opening
+    assert groups == {
+        (opening, tools, temp): lines + 2
+        for opening, lines in (("Alpha opening.", 1), ("Beta opening.", 2))
+        for tools in (False, True)
+        for temp in (0.0, 0.9)
+    }
+    export([out], tmp_path / "x", "jsonl")
+    sessions = [json.loads(line) for line in (tmp_path / "x" / "sessions.jsonl").read_text().splitlines()]
+    steps = [json.loads(line) for line in (tmp_path / "x" / "steps.jsonl").read_text().splitlines()]
+    levels = {(r["opening"], r["tools"], r["temperature"]) for r in sessions}
+    assert levels == {
+        (o, t, temp) for o in ("alpha", "beta") for t in ("none", "workspace") for temp in (0.0, 0.9)
+    }
+    assert {(r["opening"], r["tools"], r["temperature"]) for r in steps} == levels
+    assert {r["cell"] for r in sessions} >= {
+        "scripted/default/alpha/none/t0",
+        "scripted/default/beta/workspace/t0.9",
+    }
+    for by, expected in (("tools", {"none": 4, "workspace": 4}), ("temperature", {"0.0": 4, "0.9": 4})):
+        _, grouped = summarise([out], by=by)
+        assert {level: stats.sessions for level, stats in grouped.items()} == expected
+
+
+def test_report_by_a_factor_from_the_command_line(tmp_path: Path, scripted: OpenAIServer) -> None:
+    """``tickloop experiment report DIR --by opening`` prints one row per opening variant; an unknown
+    factor is a usage error (exit 2) that lists the factors."""
+    config = _config(tmp_path, scripted.base_url)
+    spec = tmp_path / "spec.toml"
+    spec.write_bytes(FACTORIAL.replace(b'tools = ["none", "workspace"]\n', b""))
+    env = _env(config)
+    run = [sys.executable, "-m", "tickloop", "experiment"]
+    done = subprocess.run(
+        [*run, "run", str(spec), "--out", str(tmp_path / "r")],
+        env=env,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    shown = subprocess.run(
+        [*run, "report", str(tmp_path / "r"), "--by", "opening"], env={**env, "COLUMNS": "200"},
+        capture_output=True, text=True, timeout=120,
+        check=False,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    rows = [line for line in shown.stdout.splitlines() if "alpha" in line or "beta" in line]
+    assert len(rows) == 2
+    assert "opening" in shown.stdout
+    bad = subprocess.run(
+        [*run, "report", str(tmp_path / "r"), "--by", "colour"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert bad.returncode == 2
+    assert "temperature" in bad.stderr
