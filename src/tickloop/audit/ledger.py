@@ -49,19 +49,21 @@ class LedgerRead:
     lines: list[tuple[int, bytes | Oversized]] = field(default_factory=list)
     torn_tail: bytes | None = None
     torn_size: int = 0  #: bytes after the last newline (kept in ``torn_tail`` only up to the cap)
+    path: Path | None = None  #: the file read, named in errors
 
     def records(self) -> list[dict[str, Any]]:
-        """Decoded records; raises ``LedgerError`` naming the first bad line."""
+        """Decoded records; raises ``LedgerError`` naming the file and its first bad line."""
         out = []
+        where = f"{self.path}: " if self.path is not None else ""
         for lineno, raw in self.lines:
             if isinstance(raw, Oversized):
                 raise LedgerError(
-                    f"line {lineno}: a record of {raw.size} bytes exceeds the {raw.cap}-byte cap"
+                    f"{where}line {lineno}: a record of {raw.size} bytes exceeds the {raw.cap}-byte cap"
                 )
             try:
                 out.append(decode(raw))
             except LedgerError as exc:
-                raise LedgerError(f"line {lineno}: {exc}") from None
+                raise LedgerError(f"{where}line {lineno}: {exc}") from None
         return out
 
 
@@ -125,7 +127,7 @@ class LineReader:
 def read_ledger(path: Path, *, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> LedgerRead:
     """Read a ledger file. A last line without its newline is reported as ``torn_tail``."""
     reader = LineReader(path, max_record_bytes=max_record_bytes)
-    result = LedgerRead(lines=list(reader))
+    result = LedgerRead(lines=list(reader), path=path)
     result.torn_tail, result.torn_size = reader.torn_tail, reader.torn_size
     return result
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import getpass
 import hashlib
-import json
 import os
 import re
 import socket
@@ -27,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from tickloop.audit import read_ledger, session_file_name
-from tickloop.errors import ConfigError
+from tickloop.errors import ConfigError, LedgerError
 from tickloop.experiment.runner import LEDGERS, MANIFEST, SESSIONS, Manifest
+from tickloop.protocol.ledger import loads_bounded
 
 #: (name, type, meaning) of each column of the per-step table.
 STEP_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -172,9 +172,9 @@ def _replies(transcript: Path) -> dict[int, str]:
     with transcript.open("rb") as handle:
         for line in handle:
             try:
-                rec = json.loads(line)
-            except ValueError:
-                continue  # a torn tail; the harness reader tolerates it the same way
+                rec = loads_bounded(line)
+            except LedgerError:
+                continue  # a torn tail (the harness reader tolerates it the same way) or a hostile line
             if isinstance(rec, dict) and rec.get("type") == "message" and rec.get("role") == "assistant":
                 text = "".join(str(p.get("text", "")) for p in rec.get("content", []) if isinstance(p, dict))
                 replies[int(rec["turn"])] = replies.get(int(rec["turn"]), "") + text

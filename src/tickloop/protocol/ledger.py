@@ -92,12 +92,39 @@ def chain_digest(line: bytes) -> str:
     return "sha256:" + hashlib.sha256(line).hexdigest()
 
 
-def decode(line: bytes) -> dict[str, Any]:
-    """Parse one ledger line, or raise ``LedgerError`` saying what is wrong with it."""
+MAX_DEPTH = 32  #: how deeply a record (ledger or transcript) may nest arrays and objects
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+def nesting_depth(line: bytes) -> int:
+    """How deeply ``line`` nests arrays and objects (brackets inside strings do not count)."""
+    depth = deepest = 0
+    for match in _BRACKET.finditer(_STRING.sub(b"", line)):
+        if match.group() in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def loads_bounded(line: bytes, *, max_depth: int = MAX_DEPTH) -> Any:
+    """``json.loads`` of one line, refusing (``LedgerError``) a line nested deeper than ``max_depth``
+    before the parser could exhaust the stack. The bracket count makes the common case one C pass."""
+    if line.count(b"[") + line.count(b"{") > max_depth and nesting_depth(line) > max_depth:
+        raise LedgerError(f"nested deeper than {max_depth} levels")
     try:
-        obj = json.loads(line)
+        return json.loads(line)
     except (ValueError, UnicodeDecodeError) as exc:
         raise LedgerError(f"not JSON: {exc}") from None
+    except RecursionError:
+        raise LedgerError(f"nested deeper than {max_depth} levels") from None
+
+
+def decode(line: bytes) -> dict[str, Any]:
+    """Parse one ledger line, or raise ``LedgerError`` saying what is wrong with it."""
+    obj = loads_bounded(line)
     if not isinstance(obj, dict):
         raise LedgerError(f"a record must be a JSON object, got {type(obj).__name__}")
     if obj.get("schema") != SCHEMA:
