@@ -19,28 +19,24 @@ Both files are read line by line under a size cap; only a few fields per turn ar
 from __future__ import annotations
 
 import bisect
-import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tickloop.audit.ledger import DEFAULT_MAX_RECORD_BYTES, LineReader
+from tickloop.audit.transcript import TranscriptReader, Turn
 from tickloop.errors import LedgerError
 from tickloop.filenames import session_file_name
-from tickloop.protocol.envelope import PLUGIN_NAME
 from tickloop.protocol.ledger import (
     CANCEL_PERSON_MESSAGE,
     CANCEL_STATE_CHANGED,
     MAX_REPORTED,
-    Oversized,
     RecordType,
 )
 from tickloop.protocol.verify import Verifier, VerifyReport
 
 #: Cancels that claim the state changed: the transcript must show the change (a person's message).
 _STATE_CANCELS = frozenset({CANCEL_STATE_CHANGED, CANCEL_PERSON_MESSAGE})
-DEFAULT_MAX_TRANSCRIPT_LINE = 16 << 20  #: a model reply can be long; a transcript line is capped at 16 MiB
 #: Closes that can end a run while its step's turn is still running (its terminal then is not logged).
 _CLOSE_WHILE_ENQUEUED = frozenset(
     {"stop.user", "stop.disposed", "stop.inconsistent_turn", "recover.orphaned_run"}
@@ -57,21 +53,6 @@ class Disagreement:
 
     def render(self) -> str:
         return f"{self.path}:{self.line}: {self.message}"
-
-
-@dataclass(slots=True)
-class _Turn:
-    number: int
-    line: int
-    plugin: bool
-    key: tuple[Any, Any] | None = None  #: (runId, step) from a plugin message's meta
-    of: Any = None  #: the run's requested count, from the same meta
-    at: str = ""  #: when the turn's input message was written
-    sha256: str = ""
-    nbytes: int = 0
-    terminal: str | None = None
-    terminal_line: int = 0
-    recovered: bool = False
 
 
 @dataclass(slots=True)
@@ -182,8 +163,8 @@ class _Replay:
         self.runs: dict[str, _Run] = {}
         self.enqueued: list[tuple[str, int, int]] = []  #: (runId, step, ledger line) in ledger order
         self.session_id: str | None = None
-        self.turns: list[_Turn] = []
-        self.by_key: dict[tuple[Any, Any] | None, _Turn] = {}
+        self.turns: list[Turn] = []
+        self.by_key: dict[tuple[Any, Any] | None, Turn] = {}
         self.human: list[tuple[str, int]] = []  #: (at, turn number) of every turn a person started
         self.report = ReplayReport(ledger=ledger, transcript=Path(), max_reported=max_reported)
 
@@ -264,83 +245,10 @@ class _Replay:
         assert self.session_id is not None
         path = transcript_path(self.sessions_dir, self.session_id)
         self.report.transcript = path
-        reader = LineReader(
-            path, max_record_bytes=max(self.cap, DEFAULT_MAX_TRANSCRIPT_LINE), what="transcript"
-        )
-        open_turn: _Turn | None = None
-        lineno = 0
-        for lineno, raw in reader:
-            if isinstance(raw, Oversized):
-                self.transcript_says(
-                    lineno, f"a transcript line of {raw.size} bytes exceeds the {raw.cap}-byte cap"
-                )
-                continue
-            try:
-                rec = json.loads(raw)
-            except ValueError:
-                if lineno == 1:
-                    raise LedgerError(f"{path}: line 1 is not JSON: not a session transcript") from None
-                self.transcript_says(lineno, "not JSON")
-                continue
-            if not isinstance(rec, dict):
-                self.transcript_says(lineno, "a transcript record must be a JSON object")
-                continue
-            if lineno == 1:
-                self._header(path, rec)
-                continue
-            open_turn = self._transcript_record(lineno, rec, open_turn)
-        if reader.torn_size:
-            self.transcript_says(lineno + 1, "the transcript ends in a torn line")
+        reader = TranscriptReader(path, self.session_id, self.transcript_says, cap=self.cap)
+        reader.read()
+        self.turns = reader.turns
         self.report.turns = len(self.turns)
-
-    def _header(self, path: Path, rec: dict[str, Any]) -> None:
-        if rec.get("type") != "session":
-            raise LedgerError(f"{path}: line 1 is not a session header")
-        if rec.get("id") != self.session_id:
-            raise LedgerError(
-                f"{path} is the transcript of session {str(rec.get('id'))[:80]!r}, "
-                f"but the ledger belongs to session {self.session_id!r}"
-            )
-
-    def _transcript_record(self, lineno: int, rec: dict[str, Any], open_turn: _Turn | None) -> _Turn | None:
-        kind, number = rec.get("type"), rec.get("turn")
-        if kind == "message" and rec.get("role") == "user":
-            if open_turn is not None:
-                self.transcript_says(
-                    lineno, f"turn {number!r} starts while turn {open_turn.number} has no terminal"
-                )
-            if number != len(self.turns) + 1:
-                self.transcript_says(lineno, f"turn {number!r} follows turn {len(self.turns)}")
-            turn = _Turn(
-                number=len(self.turns) + 1, line=lineno, plugin=_is_plugin(rec), at=str(rec.get("at", ""))
-            )
-            if turn.plugin:
-                meta = rec.get("meta")
-                meta = meta if isinstance(meta, dict) else {}
-                turn.key, turn.of = (meta.get("runId"), meta.get("step")), meta.get("of")
-                content = rec.get("content")
-                text = "".join(
-                    str(part.get("text", ""))
-                    for part in (content if isinstance(content, list) else [])
-                    if isinstance(part, dict)
-                )
-                encoded = text.encode("utf-8", "surrogatepass")
-                turn.sha256, turn.nbytes = hashlib.sha256(encoded).hexdigest(), len(encoded)
-            self.turns.append(turn)
-            return turn
-        if kind == "message":
-            if open_turn is None or number != open_turn.number:
-                self.transcript_says(lineno, f"a {rec.get('role')!r} message outside an open turn")
-            return open_turn
-        if kind == "terminal":
-            if open_turn is None or number != open_turn.number:
-                self.transcript_says(lineno, f"a terminal for turn {number!r}, which is not open")
-                return open_turn
-            open_turn.terminal, open_turn.terminal_line = str(rec.get("status")), lineno
-            open_turn.recovered = rec.get("recovered") is True
-            return None
-        self.transcript_says(lineno, f"unknown transcript record type {str(kind)[:40]!r}")
-        return open_turn
 
     # -- the two together ---------------------------------------------------------------------------
 
@@ -377,7 +285,7 @@ class _Replay:
                 i += 1
         self._cancels()
 
-    def _pair(self, ledger_line: int, turn: _Turn) -> None:
+    def _pair(self, ledger_line: int, turn: Turn) -> None:
         assert turn.key is not None
         run_id, step_no = str(turn.key[0]), int(turn.key[1])
         run = self.runs[run_id]
@@ -402,7 +310,7 @@ class _Replay:
         self._preceding(run, step_no, turn, ledger_line)
         self._during_delay(run, step_no, step)
 
-    def _terminal(self, run: _Run, step_no: int, step: _Step, turn: _Turn) -> None:
+    def _terminal(self, run: _Run, step_no: int, step: _Step, turn: Turn) -> None:
         if step.terminal is not None:
             if turn.terminal is None:
                 self.ledger_says(
@@ -434,7 +342,7 @@ class _Replay:
                 run,
             )
 
-    def _preceding(self, run: _Run, step_no: int, turn: _Turn, ledger_line: int) -> None:
+    def _preceding(self, run: _Run, step_no: int, turn: Turn, ledger_line: int) -> None:
         before = self.turns[turn.number - 2] if turn.number >= 2 else None
         if before is None:
             self.transcript_says(
@@ -526,11 +434,6 @@ class _Replay:
 def _key_text(key: tuple[Any, Any] | None) -> str:
     run_id, step = key if key is not None else (None, None)
     return f"(run {str(run_id)[:40]}, step {str(step)[:12]})"
-
-
-def _is_plugin(rec: dict[str, Any]) -> bool:
-    source = rec.get("source")
-    return isinstance(source, dict) and source.get("kind") == "plugin" and source.get("plugin") == PLUGIN_NAME
 
 
 def replay(

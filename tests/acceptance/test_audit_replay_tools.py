@@ -1,0 +1,159 @@
+"""`tickloop audit replay` on sessions whose turns called tools: every record the harness writes."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.chat_process import run_chat
+
+from tickloop.audit import session_file_name
+from tickloop.audit.transcript import TRANSCRIPT_TYPES
+from tickloop.testing.openai_server import OpenAIServer, Reply
+
+TICKLOOP = [sys.executable, "-m", "tickloop.cli"]
+SESSION_WRITER = Path(__file__).parents[2] / "src/tickloop/harness/session.py"
+
+
+def _written_types() -> set[str]:
+    """Every ``"type": "<literal>"`` a dict display in the session writer holds."""
+    tree = ast.parse(SESSION_WRITER.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                if isinstance(key, ast.Constant) and key.value == "type" and isinstance(value, ast.Constant):
+                    found.add(str(value.value))
+    return found
+
+
+def test_replay_knows_every_record_type_the_session_writer_writes() -> None:
+    """A transcript record type the harness can write is one replay reads (none reported as unknown)."""
+    written = _written_types()
+    assert {"session", "message", "terminal", "tool_calls", "tool_result"} <= written
+    assert written <= TRANSCRIPT_TYPES
+
+
+def _config(path: Path, base_url: str) -> dict[str, str]:
+    path.write_text(
+        "[tick]\ndelayMs = 0\nchain = true\n"
+        '[tools]\nenabled = ["workspace"]\n'
+        '[model]\nname = "scripted"\n'
+        f'[model.endpoints.scripted]\nbaseUrl = "{base_url}"\nmodel = "tickloop-test"\ntimeoutS = 60\n'
+    )
+    return {**os.environ, "TICKLOOP_CONFIG": str(path)}
+
+
+def _replay(cwd: Path, ledger: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*TICKLOOP, "audit", "replay", str(ledger), "--sessions-dir", ".tickloop-sessions"],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def tool_session(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A chat with --tools workspace whose natural turn and both time steps call tools."""
+    cwd = tmp_path_factory.mktemp("tools")
+    (cwd / "notes.txt").write_text("a note\n")
+    listing = Reply.tool_calls(
+        ("c1", "list_dir", '{"path": "."}'), ("c2", "read_file", '{"path": "notes.txt"}')
+    )
+    with OpenAIServer(default=Reply.text("done")) as server:
+        server.script(
+            listing,
+            Reply.text("hello there"),
+            Reply.tool_calls(("c3", "list_dir", '{"path": "."}')),
+            Reply.text("step one"),
+            Reply.tool_calls(("c4", "read_file", '{"path": "missing.txt"}')),
+            Reply.text("step two"),
+        )
+        env = _config(cwd / "config.toml", server.base_url)
+        run_chat(cwd, "t", "look around\n/tick 2\n", env)
+    return cwd
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def _ledger(cwd: Path) -> Path:
+    return cwd / ".tickloop-audit" / session_file_name("t")
+
+
+def _transcript(cwd: Path) -> Path:
+    return cwd / ".tickloop-sessions" / session_file_name("t")
+
+
+def test_a_session_with_tool_calls_replays_clean(tool_session: Path) -> None:
+    """Replay passes on a real tool-using session, the README's promise, and counts its steps."""
+    kinds = [r["type"] for r in _records(_transcript(tool_session))]
+    assert kinds.count("tool_calls") == 3
+    assert kinds.count("tool_result") == 4
+    result = _replay(tool_session, _ledger(tool_session))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "unknown transcript record type" not in result.stdout
+    assert result.stdout.splitlines()[-1].endswith("2 steps matched")
+
+
+def _copy_with(cwd: Path, tmp: Path, recs: list[dict[str, Any]]) -> Path:
+    (tmp / ".tickloop-sessions").mkdir()
+    body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs)
+    (tmp / ".tickloop-sessions" / session_file_name("t")).write_text(body)
+    (tmp / ".tickloop-audit").mkdir()
+    copied = tmp / ".tickloop-audit" / session_file_name("t")
+    copied.write_bytes(_ledger(cwd).read_bytes())
+    return copied
+
+
+def _first(recs: list[dict[str, Any]], kind: str) -> int:
+    return next(i for i, r in enumerate(recs) if r["type"] == kind)
+
+
+def _result_before_call(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    i = _first(recs, "tool_calls")
+    return [*recs[:i], recs[i + 1], recs[i], *recs[i + 2 :]]
+
+
+def _result_unmatched(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    i = _first(recs, "tool_result")
+    recs[i] = {**recs[i], "id": "c9"}
+    return recs
+
+
+def _result_twice(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    i = _first(recs, "tool_result")
+    return [*recs[: i + 1], recs[i], *recs[i + 1 :]]
+
+
+def _result_dropped(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    i = _first(recs, "tool_result")
+    return [*recs[:i], *recs[i + 1 :]]
+
+
+TOOL_EDITS = {
+    "a result written before its call": (_result_before_call, "before any tool_calls"),
+    "a result for a call its round did not make": (_result_unmatched, "did not make"),
+    "a call answered twice": (_result_twice, "already answered"),
+    "a call left without a result": (_result_dropped, "has no tool_result"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TOOL_EDITS))
+def test_each_tool_record_edit_is_caught(tool_session: Path, tmp_path: Path, name: str) -> None:
+    """A tool result out of order, unmatched, doubled or missing makes replay exit 1 saying so."""
+    edit, expected = TOOL_EDITS[name]
+    copied = _copy_with(tool_session, tmp_path, edit(_records(_transcript(tool_session))))
+    result = _replay(tmp_path, copied)
+    assert result.returncode == 1, result.stdout
+    assert expected in result.stdout
