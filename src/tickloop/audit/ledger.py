@@ -15,8 +15,9 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from tickloop.protocol.ledger import (
     decode,
     mac_of,
 )
-from tickloop.protocol.verify import Verifier, VerifyReport
+from tickloop.protocol.verify import Checks, Verifier, VerifyReport
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -139,18 +140,56 @@ def verify_file(
     key: bytes | None = None,
     seal: Seal | None = None,
     strict: bool = False,
+    require_chain: bool = False,
+    require_key: bool = False,
+    now_ms: int | None = None,
+    file_name: str | None = None,
     max_reported: int = MAX_REPORTED,
 ) -> tuple[VerifyReport, LedgerRead]:
-    """Verify a ledger file in bounded memory (see ``tickloop.protocol.verify.verify``).
+    """Verify a ledger file in bounded memory (see ``tickloop.protocol.verify.verify``): its name (or
+    ``file_name``, the name it is known by) is checked against its session, its times against
+    ``now_ms`` (default: now).
 
     The returned ``LedgerRead`` carries only the torn tail: the lines stream through and are not kept.
     """
     reader = LineReader(path, max_record_bytes=max_record_bytes)
-    verifier = Verifier(key=key, seal=seal, max_reported=max_reported)
+    checks = file_checks(
+        path, key=key, seal=seal, strict=strict, require_chain=require_chain, require_key=require_key
+    )
+    if now_ms is not None or file_name is not None:
+        checks = replace(
+            checks,
+            now_ms=checks.now_ms if now_ms is None else now_ms,
+            file_name=file_name or checks.file_name,
+        )
+    verifier = Verifier(checks, max_reported=max_reported)
     for lineno, raw in reader:
         verifier.feed(lineno, raw)
-    report = verifier.finish(torn_tail=reader.torn_size > 0, strict=strict)
+    report = verifier.finish(torn_tail=reader.torn_size > 0)
     return report, LedgerRead(torn_tail=reader.torn_tail, torn_size=reader.torn_size)
+
+
+def file_checks(
+    path: Path,
+    *,
+    key: bytes | None = None,
+    seal: Seal | None = None,
+    strict: bool = False,
+    require_chain: bool = False,
+    require_key: bool = False,
+) -> Checks:
+    """The checks of one ledger file: its name, and the moment of verification (now)."""
+    if require_key and key is None:
+        raise ConfigError("--require-key needs the key: give --key-env NAME")
+    return Checks(
+        key=key,
+        seal=seal,
+        strict=strict,
+        require_chain=require_chain,
+        require_key=require_key,
+        file_name=path.name,
+        now_ms=time.time_ns() // 1_000_000,
+    )
 
 
 def seal_file(path: Path, *, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Seal:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tickloop.audit.ledger import DEFAULT_MAX_RECORD_BYTES, LineReader
+from tickloop.audit.ledger import DEFAULT_MAX_RECORD_BYTES, LineReader, file_checks
 from tickloop.audit.transcript import TranscriptReader, Turn
 from tickloop.errors import LedgerError
 from tickloop.filenames import session_file_name
@@ -33,7 +33,7 @@ from tickloop.protocol.ledger import (
     MAX_REPORTED,
     RecordType,
 )
-from tickloop.protocol.verify import Verifier, VerifyReport
+from tickloop.protocol.verify import Checks, Verifier, VerifyReport
 
 #: Cancels that claim the state changed: the transcript must show the change (a person's message).
 _STATE_CANCELS = frozenset({CANCEL_STATE_CHANGED, CANCEL_PERSON_MESSAGE})
@@ -144,7 +144,14 @@ class ReplayReport:
         steps = sum(r.matched for r in self.rows)
         state = "replay ok" if self.ok else f"{self.disagreement_count} disagreement(s)"
         counts = f"{self.records} ledger records, {self.turns} transcript turns, {len(self.rows)} runs"
-        return f"{state}: {counts}, {steps} steps matched"
+        return f"{state}: {self._ledger_said()}{counts}, {steps} steps matched"
+
+    def _ledger_said(self) -> str:
+        """The session the ledger names, and what its verification said of its chain and macs."""
+        if self.verify is None or self.verify.session is None:
+            return ""
+        notes = f" ({'; '.join(self.verify.notes)})" if self.verify.notes else ""
+        return f"session {self.verify.session[:80]!r}{notes}, "
 
 
 def transcript_path(sessions_dir: Path, session_id: str) -> Path:
@@ -154,12 +161,12 @@ def transcript_path(sessions_dir: Path, session_id: str) -> Path:
 
 class _Replay:
     def __init__(
-        self, ledger: Path, sessions_dir: Path, *, max_record_bytes: int, key: bytes | None, max_reported: int
+        self, ledger: Path, sessions_dir: Path, *, max_record_bytes: int, checks: Checks, max_reported: int
     ) -> None:
         self.ledger_path = ledger
         self.sessions_dir = sessions_dir
         self.cap = max_record_bytes
-        self.key = key
+        self.checks = checks
         self.runs: dict[str, _Run] = {}
         self.enqueued: list[tuple[str, int, int]] = []  #: (runId, step, ledger line) in ledger order
         self.session_id: str | None = None
@@ -181,13 +188,13 @@ class _Replay:
     # -- the ledger ---------------------------------------------------------------------------------
 
     def read_ledger(self) -> None:
-        verifier = Verifier(key=self.key, seal=None, max_reported=self.report.max_reported)
+        verifier = Verifier(self.checks, max_reported=self.report.max_reported)
         reader = LineReader(self.ledger_path, max_record_bytes=self.cap)
         for lineno, raw in reader:
             rec = verifier.feed(lineno, raw)
             if rec is not None:
                 self._ledger_record(lineno, rec)
-        report = verifier.finish(torn_tail=reader.torn_size > 0, strict=False)
+        report = verifier.finish(torn_tail=reader.torn_size > 0)
         self.report.verify = report
         self.report.records = report.records
         for violation in report.violations:
@@ -442,11 +449,17 @@ def replay(
     *,
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     key: bytes | None = None,
+    require_chain: bool = False,
+    require_key: bool = False,
     max_reported: int = MAX_REPORTED,
 ) -> ReplayReport:
     """Read ``ledger`` against its session's transcript in ``sessions_dir``; raises ``LedgerError``
-    when either file cannot be read as what it claims to be (a directory, a device, another session)."""
-    job = _Replay(ledger, sessions_dir, max_record_bytes=max_record_bytes, key=key, max_reported=max_reported)
+    when either file cannot be read as what it claims to be (a directory, a device, another session).
+    The ledger itself is verified on the way (``tickloop.audit.ledger.file_checks``)."""
+    checks = file_checks(ledger, key=key, require_chain=require_chain, require_key=require_key)
+    job = _Replay(
+        ledger, sessions_dir, max_record_bytes=max_record_bytes, checks=checks, max_reported=max_reported
+    )
     job.read_ledger()
     job.read_transcript()
     job.match()

@@ -36,6 +36,7 @@ class RecordType(StrEnum):
     LOOP_STOPPED = "loop_stopped"  #: the run ended before its target
     LOOP_COMPLETE = "loop_complete"  #: the run reached its target
     COMMAND_REJECTED = "command_rejected"  #: a /tick line was refused
+    LEDGER_MODE = "ledger_mode"  #: from this record on, the file is (or is no longer) chained or keyed
 
 
 CLOSING = frozenset({RecordType.LOOP_STOPPED, RecordType.LOOP_COMPLETE})
@@ -50,8 +51,18 @@ NEEDS_RULE = frozenset(
     }
 )
 #: Record types that belong to a run and carry its frozen policy fields.
-RUN_RECORDS = frozenset(RecordType) - {RecordType.COMMAND_REJECTED}
+RUN_RECORDS = frozenset(RecordType) - {RecordType.COMMAND_REJECTED, RecordType.LEDGER_MODE}
 POLICY_FIELDS = ("policyId", "timeStepSha256", "timeStepBytes")
+#: Every field a ``tickloop.audit.v1`` record may carry (a writer that adds one adds it here first).
+FIELDS = frozenset(
+    {
+        *("schema", "type", "recordedAt", "sessionId", "seq", "prev", "mac"),
+        *("runId", *POLICY_FIELDS, "rule", "next", "requested", "resume", "resumeBoundary"),
+        *("step", "dueAt", "status", "usage", "usageReported", "toolCalls", "toolErrors"),
+        *("replySha256", "toolResultSha256s", "steps", "tokens", "usageEstimated", "token"),
+        *("chain", "keyed"),
+    }
+)
 
 
 def record(
@@ -85,6 +96,52 @@ def canonical(obj: Mapping[str, Any]) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode(
         "utf-8"
     )
+
+
+def noncanonical_reason(line: bytes, rec: Mapping[str, Any]) -> str:
+    """Why ``line`` (which decodes to ``rec``) is not the one canonical encoding of its record."""
+    unknown = sorted(set(rec) - FIELDS)
+    if unknown:
+        return f"unknown field {unknown[0][:40]!r} (not part of {SCHEMA})"
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not strict UTF-8 (UTF-16, UTF-32, or invalid bytes)"
+    return _text_reason(text) or _value_reason(text, rec)
+
+
+def _text_reason(text: str) -> str | None:
+    if text.startswith("\ufeff"):
+        return "starts with a byte order mark"
+    if "\x00" in text:
+        return "not UTF-8 (UTF-16 or UTF-32)"
+    if text.endswith("\r"):
+        return "ends in a carriage return (a CRLF line ending)"
+    return None
+
+
+def _value_reason(text: str, rec: Mapping[str, Any]) -> str:
+    duplicate = _duplicate_key(text)
+    if duplicate is not None:
+        return f"duplicate key {duplicate[:40]!r} (readers disagree on which value counts)"
+    try:
+        canonical(rec)
+    except (UnicodeEncodeError, ValueError):
+        return "holds a lone surrogate (not well-formed Unicode)"
+    return "not byte-equal to its canonical JSON (spacing, key order, number form or escapes)"
+
+
+def _duplicate_key(text: str) -> str | None:
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in items]
+        if len(set(keys)) != len(keys) and not found:
+            found.append(next(key for i, key in enumerate(keys) if key in keys[:i]))
+        return dict(items)
+
+    json.loads(text, object_pairs_hook=pairs)
+    return found[0] if found else None
 
 
 def chain_digest(line: bytes) -> str:
@@ -225,6 +282,7 @@ TERMINAL_STATUSES = frozenset({"completed", "error", "interrupted", "unknown"})
 MAX_REQUESTED = 256  #: the grammar's bound on /tick N
 MAX_POLICY_BYTES = 4096
 MAX_REPORTED = 100  #: violations kept in full; the rest are only counted
+FUTURE_SKEW_MS = 5 * 60 * 1000  #: how far past the moment of verification a recordedAt may lie (clock skew)
 TIME_SLACK_MS = 1000  #: how far recordedAt may step back (a wall-clock correction) before it is a violation
 DUE_SLACK_MS = 100  #: how early an enqueue may be recorded against its dueAt (timer and clock granularity)
 

@@ -25,11 +25,16 @@ class VerifyReport:
     records: int = 0
     runs: int = 0
     enqueued: int = 0
-    chained: bool = False
-    keyed: bool = False  #: every record's mac was checked against the key
+    chained: bool = False  #: every record is in a chained part
+    keyed: bool = False  #: every record is in a keyed part, and its mac was checked against the key
     sealed: Seal | None = None  #: the seal the file was checked against
     open_runs: list[str] = field(default_factory=list)
     max_reported: int = MAX_REPORTED
+    session: str | None = None  #: the session the records name
+    name_checked: bool | None = None  #: the file name was compared with the session's (None: no name given)
+    notes: list[str] = field(
+        default_factory=list
+    )  #: what the chain and macs showed, and what was not checked
 
     @property
     def ok(self) -> bool:
@@ -42,12 +47,11 @@ class VerifyReport:
 
     def summary(self) -> str:
         extras = []
+        if self.session is not None:
+            extras.append(f"session {self.session[:80]!r}")
         if self.open_runs:
             extras.append(f"{len(self.open_runs)} open run{'s' if len(self.open_runs) > 1 else ''}")
-        if self.chained and self.ok:
-            extras.append("hash chain intact")
-        if self.keyed and self.ok:
-            extras.append("keyed chain verified")
+        extras += self.notes
         if self.sealed is not None and self.ok:
             extras.append(f"seal of {self.sealed.records} records matches")
         state = "ok" if self.ok else f"{self.violation_count} violation(s)"

@@ -102,7 +102,7 @@ class RunTrace:
     run_id: str
     line: int
     policy: tuple[Any, ...]
-    requested: int
+    requested: int  #: the bound the steps are checked against (``MAX_REQUESTED`` when ``shown`` is invalid)
     resume_boundary: bool
     phase: Phase
     first_rule: str | None  #: the rule loop_armed's ``next`` promised for step 1, when it said
@@ -111,6 +111,7 @@ class RunTrace:
     status: str | None = None  #: the status of the latest terminal
     cancel_rule: str | None = None
     due: str | None = None  #: dueAt of the pending step
+    shown: Any = None  #: the requested value as the ledger gave it (named in messages, even when invalid)
 
 
 class RunMachine:
@@ -137,6 +138,8 @@ class RunMachine:
         if kind is RecordType.COMMAND_REJECTED:
             self._rejected(lineno, rule)
             return
+        if kind is RecordType.LEDGER_MODE:
+            return  # the chain's business (tickloop.protocol.chain), not a run's
         run_id = rec.get("runId")
         if not isinstance(run_id, str) or not run_id:
             self.fail(lineno, "verify.missing_run_id", f"{kind} must carry runId")
@@ -195,8 +198,15 @@ class RunMachine:
             )
         requested = rec.get("requested")
         if not (is_int(requested) and 1 <= requested <= MAX_REQUESTED):
-            self.fail(lineno, "verify.bad_field", f"loop_armed must carry requested in 1..{MAX_REQUESTED}")
+            self.fail(
+                lineno,
+                "verify.bad_field",
+                f"loop_armed must carry requested in 1..{MAX_REQUESTED}, not {str(requested)[:40]!r}",
+            )
+            shown: Any = str(requested)[:40]
             requested = MAX_REQUESTED
+        else:
+            shown = requested
         resume, boundary = rec.get("resume"), rec.get("resumeBoundary")
         if resume is not None and not isinstance(resume, bool):
             self.fail(lineno, "verify.bad_field", "resume must be true or false")
@@ -223,6 +233,7 @@ class RunMachine:
             line=lineno,
             policy=_policy_of(rec),
             requested=requested,
+            shown=shown,
             resume_boundary=boundary,
             phase=phase,
             first_rule=first,
@@ -296,7 +307,7 @@ class RunMachine:
             self.fail(
                 lineno,
                 "verify.enqueue_beyond_target",
-                f"step {step} exceeds the {trace.requested} requested",
+                f"step {step} exceeds the {trace.shown} requested",
             )
         if rule == NEXT_RESUME_BOUNDARY and not (trace.resume_boundary and trace.step == 0):
             self.fail(
@@ -370,7 +381,7 @@ class RunMachine:
             self.fail(
                 lineno,
                 "verify.complete_short",
-                f"loop_complete after {trace.enqueued} of {trace.requested} steps",
+                f"loop_complete after {trace.enqueued} of {trace.shown} steps",
             )
 
     def _close(self, lineno: int, trace: RunTrace, rec: Mapping[str, Any]) -> None:
