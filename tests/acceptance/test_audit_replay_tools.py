@@ -157,3 +157,21 @@ def test_each_tool_record_edit_is_caught(tool_session: Path, tmp_path: Path, nam
     result = _replay(tmp_path, copied)
     assert result.returncode == 1, result.stdout
     assert expected in result.stdout
+
+
+def test_replay_of_a_directory_prints_one_line_per_ledger_and_a_total(tool_session: Path) -> None:
+    """Replay of the audit dir: each ledger on one summary line, then the total; exit 2 names the
+    ledger whose transcript is missing, the others still replayed."""
+    audit = tool_session / ".tickloop-audit"
+    stray = audit / session_file_name("golden")
+    stray.write_bytes((Path(__file__).parents[1] / "golden/ledgers/valid.jsonl").read_bytes())
+    try:
+        result = _replay(tool_session, audit)
+    finally:
+        stray.unlink()
+    lines = result.stdout.splitlines()
+    assert result.returncode == 2, result.stdout
+    assert lines[0].startswith(f"{stray}: cannot read transcript")
+    assert lines[1].startswith(f"{_ledger(tool_session)}: replay ok: session 't' (")
+    assert lines[1].endswith("2 steps matched")
+    assert lines[2].startswith("total: 2 files, 1 ok, 0 with disagreements, 1 unreadable;")

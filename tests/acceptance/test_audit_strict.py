@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -64,3 +65,74 @@ def test_chat_refuses_a_session_whose_ledger_ends_in_a_deep_record(tmp_path: Pat
     assert result.stderr.strip().splitlines() == [
         f"tickloop: {path}: line 18 is not a valid record (nested deeper than 32 levels); not appending"
     ]
+
+
+def test_verify_takes_several_files_and_a_directory_and_prints_a_total(tmp_path: Path) -> None:
+    """One summary line per file, violations under their file, then a total; exit 1 if any fails."""
+    audit = tmp_path / "audit"
+    audit.mkdir()
+    for name in ("valid", "steps_mismatch"):
+        shutil.copy(GOLDEN / f"{name}.jsonl", audit / f"{name}.jsonl")
+    (audit / "notes.txt").write_text("not a ledger")
+    result = tickloop("audit", "verify", str(audit), str(GOLDEN / "valid_keyed.jsonl"))
+    assert result.returncode == 1, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"{audit / 'steps_mismatch.jsonl'}:11: verify.steps_mismatch: ")
+    assert lines[1].startswith(f"{audit / 'steps_mismatch.jsonl'}: 1 violation(s): 17 records")
+    assert lines[2].startswith(f"{audit / 'valid.jsonl'}: ok: 17 records")
+    assert lines[3].startswith(f"{GOLDEN / 'valid_keyed.jsonl'}: ok: 17 records")
+    assert "macs not checked (no --key-env)" in lines[3]
+    assert lines[4] == "total: 3 files, 2 ok, 1 with violations; 51 records, 1 violations"
+    assert len(lines) == 5
+
+
+def test_verify_of_clean_files_exits_0_and_an_unreadable_one_exits_2(tmp_path: Path) -> None:
+    """All files holding is exit 0; a missing one among them is named on its line and exits 2."""
+    ok = tickloop("audit", "verify", str(GOLDEN / "valid.jsonl"), str(GOLDEN / "valid_unchained.jsonl"))
+    assert ok.returncode == 0, ok.stdout
+    assert ok.stdout.splitlines()[-1] == "total: 2 files, 2 ok, 0 with violations; 34 records, 0 violations"
+    missing = tickloop("audit", "verify", str(GOLDEN / "valid.jsonl"), str(tmp_path / "gone.jsonl"))
+    assert missing.returncode == 2
+    assert f"{tmp_path / 'gone.jsonl'}: cannot read ledger" in missing.stdout
+    assert missing.stdout.splitlines()[-1].endswith("1 unreadable; 17 records, 0 violations")
+
+
+def test_an_empty_directory_is_a_usage_error(tmp_path: Path) -> None:
+    """A directory holding no *.jsonl says so and exits 2."""
+    result = tickloop("audit", "verify", str(tmp_path))
+    assert result.returncode == 2
+    assert "no *.jsonl ledger in this directory" in result.stderr
+
+
+def test_require_chain_and_require_key_refuse_what_the_plain_check_only_notes(tmp_path: Path) -> None:
+    """--require-chain fails an unchained file; --require-key needs --key-env and fails an unkeyed part."""
+    plain = tickloop("audit", "verify", str(GOLDEN / "valid_unchained.jsonl"))
+    assert plain.returncode == 0
+    assert "no hash chain" in plain.stdout
+    chain = tickloop("audit", "verify", "--require-chain", str(GOLDEN / "valid_unchained.jsonl"))
+    assert chain.returncode == 1
+    assert ":1: verify.unchained: " in chain.stdout
+    no_key = tickloop("audit", "verify", "--require-key", str(GOLDEN / "valid.jsonl"))
+    assert no_key.returncode == 2
+    assert "--require-key needs --key-env" in no_key.stderr
+    env_key = {"GOLDEN_KEY": "golden-audit-key"}
+    keyed = tickloop_env(env_key, "audit", "verify", "--key-env", "GOLDEN_KEY", str(GOLDEN / "unkeyed.jsonl"))
+    assert keyed.returncode == 0, keyed.stdout
+    assert "keyed chain on lines 7-18 only" in keyed.stdout
+    required = tickloop_env(
+        env_key, "audit", "verify", "--key-env", "GOLDEN_KEY", "--require-key", str(GOLDEN / "unkeyed.jsonl")
+    )
+    assert required.returncode == 1
+    assert ":1: verify.unkeyed: " in required.stdout
+
+
+def tickloop_env(extra: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TICKLOOP_CONFIG": os.devnull, **extra}
+    return subprocess.run(
+        [sys.executable, "-m", "tickloop", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env=env,
+    )
