@@ -136,3 +136,43 @@ def tickloop_env(extra: dict[str, str], *args: str) -> subprocess.CompletedProce
         timeout=60,
         env=env,
     )
+
+
+def _chat_with(cwd: Path, tick: str, script: str, extra: dict[str, str] | None = None) -> None:
+    (cwd / "config.toml").write_text(f"[tick]\ndelayMs = 0\n{tick}\n")
+    env = {**os.environ, "TICKLOOP_CONFIG": str(cwd / "config.toml"), **(extra or {})}
+    result = subprocess.run(
+        [sys.executable, "-m", "tickloop", "chat", "--session", "m"],
+        input=script,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_turning_the_key_on_then_the_chain_off_never_reads_as_tampering(tmp_path: Path) -> None:
+    """An unkeyed session later keyed, then unchained, verifies under each rule part by part."""
+    key = {"M_KEY": "a test key, not a secret"}
+    _chat_with(tmp_path, "chain = true", "hello\n/tick 1\n")
+    _chat_with(tmp_path, 'auditKeyEnv = "M_KEY"', "/tick 1\n", key)
+    ledger = tmp_path / ".tickloop-audit" / session_file_name("m")
+    keyed = tickloop_env(key, "audit", "verify", "--strict", "--key-env", "M_KEY", str(ledger))
+    assert keyed.returncode == 0, keyed.stdout
+    assert "keyed chain on lines" in keyed.stdout
+    assert "hash chain intact" in keyed.stdout
+    required = tickloop_env(key, "audit", "verify", "--key-env", "M_KEY", "--require-key", str(ledger))
+    assert required.returncode == 1
+    assert ":1: verify.unkeyed: " in required.stdout
+    _chat_with(tmp_path, "chain = false", "/tick 1\n")
+    plain = tickloop("audit", "verify", "--strict", str(ledger))
+    assert plain.returncode == 0, plain.stdout
+    assert "chain_broken" not in plain.stdout
+    assert "hash chain on lines 1-" in plain.stdout
+    modes = [line for line in ledger.read_bytes().splitlines() if b'"type":"ledger_mode"' in line]
+    assert len(modes) == 2
+    assert b'"chain":true,"keyed":true' in modes[0]
+    assert b'"chain":false,"keyed":false' in modes[1]

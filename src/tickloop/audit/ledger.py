@@ -26,7 +26,9 @@ from tickloop.filenames import session_file_name
 from tickloop.protocol.ledger import (
     GENESIS,
     MAX_REPORTED,
+    SCHEMA,
     Oversized,
+    RecordType,
     Seal,
     canonical,
     chain_digest,
@@ -219,13 +221,37 @@ class LedgerFile:
         self.fsync_every = fsync_every
         self._unsynced = 0
         self.torn_repaired = False
-        self._seq, self._prev = self._recover_tail(path)
+        self._seq, self._prev, last = self._recover_tail(path)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
         path.chmod(FILE_MODE)
+        if last is not None:
+            self._mark_mode(last)
 
-    def _recover_tail(self, path: Path) -> tuple[int, str]:
+    def _mark_mode(self, last: Mapping[str, Any]) -> None:
+        """Turning the chain or the key on or off for an existing file starts a new part of it with a
+        ``ledger_mode`` record, so verify checks each part under its own rule (no false alarm, and
+        no silent downgrade). It carries a ``prev`` when either part is chained, a ``mac`` when the
+        new one is keyed, and the time of the record before it (the change takes effect right after)."""
+        if last.get("type") == RecordType.LEDGER_MODE:
+            was = (last.get("chain") is True, last.get("keyed") is True)
+        else:
+            was = ("prev" in last, "mac" in last)
+        now = (self.chain, self.key is not None)
+        if was == now:
+            return
+        mode = {
+            "schema": SCHEMA,
+            "type": str(RecordType.LEDGER_MODE),
+            "recordedAt": last["recordedAt"],
+            "sessionId": last["sessionId"],
+            "chain": now[0],
+            "keyed": now[1],
+        }
+        self._append(mode, chained=was[0] or now[0])
+
+    def _recover_tail(self, path: Path) -> tuple[int, str, dict[str, Any] | None]:
         if not path.exists():
-            return 0, GENESIS
+            return 0, GENESIS, None
         read = read_ledger(path)
         if read.torn_size:
             # Never acknowledged (append returns only after fsync): cut it so the next line is clean.
@@ -234,15 +260,15 @@ class LedgerFile:
                 os.fsync(handle.fileno())
             self.torn_repaired = True
         if not read.lines:
-            return 0, GENESIS
+            return 0, GENESIS, None
         lineno, last = read.lines[-1]
         if isinstance(last, Oversized):
             raise LedgerError(f"{path}: line {lineno} exceeds the {last.cap}-byte record cap; not appending")
         try:
-            seq = int(decode(last)["seq"])
+            rec = decode(last)
         except LedgerError as exc:
             raise LedgerError(f"{path}: line {lineno} is not a valid record ({exc}); not appending") from None
-        return seq, chain_digest(last)
+        return int(rec["seq"]), chain_digest(last), rec
 
     @property
     def seq(self) -> int:
@@ -251,8 +277,11 @@ class LedgerFile:
 
     def append(self, rec: Mapping[str, Any]) -> dict[str, Any]:
         """Stamp, encode and durably append one record; returns the record as written."""
+        return self._append(rec, chained=self.chain)
+
+    def _append(self, rec: Mapping[str, Any], *, chained: bool) -> dict[str, Any]:
         stamped = {**rec, "seq": self._seq + 1}
-        if self.chain:
+        if chained:
             stamped["prev"] = self._prev
         if self.key is not None:
             stamped["mac"] = mac_of(canonical(stamped), self.key)
@@ -264,8 +293,7 @@ class LedgerFile:
         if self._unsynced >= self.fsync_every:
             self.sync()
         self._seq += 1
-        if self.chain:
-            self._prev = chain_digest(line)
+        self._prev = chain_digest(line)
         return stamped
 
     def sync(self) -> None:

@@ -146,10 +146,14 @@ class ChainCheck:
 
 
 def _spans(parts: list[Part], last_line: int, *, keyed: bool) -> list[str]:
-    """``first-last`` line ranges of the parts that are chained (or keyed)."""
-    spans = []
+    """``first-last`` line ranges of the parts that are chained (or keyed), adjacent parts merged."""
+    spans: list[list[int]] = []
     for i, part in enumerate(parts):
-        if part.keyed if keyed else part.chain:
-            end = parts[i + 1].line - 1 if i + 1 < len(parts) else last_line
-            spans.append(f"{part.line}-{end}")
-    return spans
+        if not (part.keyed if keyed else part.chain):
+            continue
+        end = parts[i + 1].line - 1 if i + 1 < len(parts) else last_line
+        if spans and spans[-1][1] == part.line - 1:
+            spans[-1][1] = end
+        else:
+            spans.append([part.line, end])
+    return [f"{first}-{end}" for first, end in spans]
