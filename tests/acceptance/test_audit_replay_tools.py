@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import os
 import subprocess
@@ -141,11 +142,52 @@ def _result_dropped(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [*recs[:i], *recs[i + 1 :]]
 
 
+def _last_of(recs: list[dict[str, Any]], kind: str, **match: Any) -> int:
+    return max(
+        i for i, r in enumerate(recs) if r["type"] == kind and all(r.get(k) == v for k, v in match.items())
+    )
+
+
+def _reply_edited(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The assistant's text of the last time step, edited (its turn structure untouched)."""
+    i = _last_of(recs, "message", role="assistant")
+    recs[i] = {**recs[i], "content": [{"type": "text", "text": "step two, and something I never said"}]}
+    return recs
+
+
+def _result_text_edited(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A tool result's text edited, its recorded sha256 left as it was."""
+    i = _last_of(recs, "tool_result")
+    recs[i] = {**recs[i], "result": "nothing here", "resultChars": len("nothing here")}
+    return recs
+
+
+def _result_rehashed(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A tool result's text edited and its sha256 recomputed: only the ledger's digest can tell."""
+    i = _last_of(recs, "tool_result")
+    text = "nothing here"
+    digest = "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    recs[i] = {**recs[i], "result": text, "resultChars": len(text), "resultSha256": digest}
+    return recs
+
+
+def _usage_edited(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The token count of the last step's terminal, edited in the transcript."""
+    i = _last_of(recs, "terminal")
+    recs[i] = {**recs[i], "usage": {"inputTokens": 1, "outputTokens": 1}}
+    recs[i].pop("usageReported", None)
+    return recs
+
+
 TOOL_EDITS = {
     "a result written before its call": (_result_before_call, "before any tool_calls"),
     "a result for a call its round did not make": (_result_unmatched, "did not make"),
     "a call answered twice": (_result_twice, "already answered"),
     "a call left without a result": (_result_dropped, "has no tool_result"),
+    "a reply's text edited": (_reply_edited, "the transcript has a reply with sha256"),
+    "a tool result's text edited": (_result_text_edited, "is not its resultSha256"),
+    "a tool result edited and rehashed": (_result_rehashed, "tool result digest(s) are not"),
+    "a terminal's token usage edited": (_usage_edited, "is not the transcript's 1 in / 1 out"),
 }
 
 
@@ -175,3 +217,31 @@ def test_replay_of_a_directory_prints_one_line_per_ledger_and_a_total(tool_sessi
     assert lines[1].startswith(f"{_ledger(tool_session)}: replay ok: session 't' (")
     assert lines[1].endswith("2 steps matched")
     assert lines[2].startswith("total: 2 files, 1 ok, 0 with disagreements, 1 unreadable;")
+
+
+def test_the_ledger_records_each_steps_reply_and_tool_result_digests(tool_session: Path) -> None:
+    """tick_terminal carries the sha256 of the reply text and of each tool result, in order."""
+    terminals = [r for r in _records(_ledger(tool_session)) if r["type"] == "tick_terminal"]
+    results = [r for r in _records(_transcript(tool_session)) if r["type"] == "tool_result"]
+    assert [t["replySha256"] for t in terminals] == [
+        hashlib.sha256(text.encode()).hexdigest() for text in ("step one", "step two")
+    ]
+    assert [t["toolResultSha256s"] for t in terminals] == [
+        [results[2]["resultSha256"].removeprefix("sha256:")],
+        [results[3]["resultSha256"].removeprefix("sha256:")],
+    ]
+
+
+def test_a_relabelled_run_is_caught_by_the_policy_its_messages_were_sent_under(
+    tool_session: Path, tmp_path: Path
+) -> None:
+    """The ledger's policyId rewritten on every record of a run: replay names the policy actually sent."""
+    copied = _copy_with(tool_session, tmp_path, _records(_transcript(tool_session)))
+    lines = [
+        line.replace(b'"policyId":"default"', b'"policyId":"relabelled"')
+        for line in copied.read_bytes().splitlines()
+    ]
+    copied.write_bytes(b"".join(line + b"\n" for line in lines))
+    result = _replay(tmp_path, copied)
+    assert result.returncode == 1
+    assert "was sent under policy 'default'; the ledger says run" in result.stdout

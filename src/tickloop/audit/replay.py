@@ -64,6 +64,7 @@ class _Step:
     cancel_rule: str | None = None
     scheduled_at: str = ""  #: recordedAt of the step's tick_scheduled
     due: str = ""  #: its dueAt
+    content: tuple[Any, Any, Any] | None = None  #: (usage, replySha256, toolResultSha256s) of its terminal
 
 
 @dataclass(slots=True)
@@ -71,7 +72,7 @@ class _Run:
     run_id: str
     line: int
     policy: tuple[Any, Any, Any]
-    requested: int
+    requested: Any  #: as the ledger wrote it
     resume_boundary: bool
     armed_at: str = ""
     steps: dict[int, _Step] = field(default_factory=dict)
@@ -90,7 +91,7 @@ class RunRow:
 
     run_id: str
     policy_id: str
-    requested: int
+    requested: Any
     enqueued: int
     matched: int
     closed: str
@@ -126,7 +127,7 @@ class ReplayReport:
             (
                 r.run_id[:12],
                 r.policy_id[:24],
-                str(r.requested),
+                str(r.requested)[:12],
                 str(r.enqueued),
                 str(r.matched),
                 r.closed[:40],
@@ -216,7 +217,7 @@ class _Replay:
                     run_id=run_id,
                     line=lineno,
                     policy=(rec.get("policyId"), rec.get("timeStepSha256"), rec.get("timeStepBytes")),
-                    requested=requested if isinstance(requested, int) else 0,
+                    requested=requested,  # as written, even when invalid (verify names it)
                     resume_boundary=rec.get("resumeBoundary") is True,
                     armed_at=str(rec["recordedAt"]),
                 )
@@ -241,6 +242,13 @@ class _Replay:
             self.enqueued.append((run_id, step_no, lineno))
         elif kind == RecordType.TICK_TERMINAL:
             step.terminal, step.terminal_line = str(rec.get("status")), lineno
+            usage = False if rec.get("usageReported") is False else rec.get("usage")
+            results = rec.get("toolResultSha256s")
+            step.content = (
+                usage,
+                rec.get("replySha256"),
+                tuple(results) if isinstance(results, list) else (),
+            )
         elif kind == RecordType.TICK_CANCELLED:
             step.cancelled_line, step.cancel_rule = lineno, rec.get("rule")
         elif kind == RecordType.TICK_SCHEDULED:
@@ -307,10 +315,17 @@ class _Replay:
                 f"is not the run's policy text ({nbytes} bytes, sha256 {str(sha)[:12]})",
                 run,
             )
+        if turn.policy is not None and turn.policy != run.policy[0]:
+            self.transcript_says(
+                turn.line,
+                f"step {step_no} was sent under policy {str(turn.policy)[:64]!r}; "
+                f"the ledger says run {run_id} used {str(run.policy[0])[:64]!r}",
+                run,
+            )
         if turn.of != run.requested:
             self.transcript_says(
                 turn.line,
-                f"step {step_no} says it is of {turn.of!r}; the run was armed for {run.requested}",
+                f"step {step_no} says it is of {turn.of!r}; the run was armed for {run.requested!r}",
                 run,
             )
         self._terminal(run, step_no, step, turn)
@@ -339,6 +354,8 @@ class _Replay:
                     f"turn {turn.number} was recovered after a crash, but the ledger saw it end live",
                     run,
                 )
+            else:
+                self._content(run, step_no, step, turn)
         elif turn.terminal is not None and not (
             run.open_step == step_no and run.close_rule in _CLOSE_WHILE_ENQUEUED
         ):
@@ -346,6 +363,33 @@ class _Replay:
                 turn.terminal_line,
                 f"turn {turn.number} (step {step_no} of run {run.run_id}) ended {turn.terminal}; "
                 "the ledger has no tick_terminal for it",
+                run,
+            )
+
+    def _content(self, run: _Run, step_no: int, step: _Step, turn: Turn) -> None:
+        """The step's token usage, reply and tool results are the transcript's, record by record."""
+        usage, reply, results = step.content or (None, None, ())
+        where = f"step {step_no} of run {run.run_id} (turn {turn.number})"
+        if usage != turn.usage:
+            self.ledger_says(
+                step.terminal_line,
+                f"{where}: the ledger's usage {_usage_text(usage)} "
+                f"is not the transcript's {_usage_text(turn.usage)}",
+                run,
+            )
+        if reply != turn.reply_sha256:
+            said = "records no reply" if reply is None else f"recorded reply sha256 {str(reply)[:12]}"
+            seen = (
+                "no reply" if turn.reply_sha256 is None else f"a reply with sha256 {turn.reply_sha256[:12]}"
+            )
+            self.transcript_says(
+                turn.terminal_line, f"{where}: the ledger {said}; the transcript has {seen}", run
+            )
+        if results != turn.tool_sha256s:
+            self.transcript_says(
+                turn.terminal_line,
+                f"{where}: the ledger's {len(results)} tool result digest(s) are not "
+                f"the transcript's {len(turn.tool_sha256s)}",
                 run,
             )
 
@@ -436,6 +480,14 @@ class _Replay:
             )
             for run in self.runs.values()
         ]
+
+
+def _usage_text(usage: Any) -> str:
+    if usage is False:
+        return "(not reported)"
+    if isinstance(usage, dict):
+        return f"{usage.get('inputTokens')!r} in / {usage.get('outputTokens')!r} out"
+    return "(none)"
 
 
 def _key_text(key: tuple[Any, Any] | None) -> str:

@@ -27,23 +27,34 @@ DEFAULT_MAX_TRANSCRIPT_LINE = 16 << 20  #: a model reply can be long; a transcri
 
 @dataclass(slots=True)
 class Turn:
-    """What replay keeps of one turn."""
+    """What replay keeps of one turn (the open turn's tool bookkeeping lives in the reader)."""
 
     number: int
     line: int
     plugin: bool
     key: tuple[Any, Any] | None = None  #: (runId, step) from a plugin message's meta
     of: Any = None  #: the run's requested count, from the same meta
+    policy: Any = None  #: the run's policy id, from the same meta (absent in older transcripts)
     at: str = ""  #: when the turn's input message was written
     sha256: str = ""
     nbytes: int = 0
     terminal: str | None = None
     terminal_line: int = 0
     recovered: bool = False
+    reply_sha256: str | None = None  #: of the assistant's text, when the turn has a reply
+    tool_sha256s: tuple[str, ...] = ()  #: of each tool result, in order
+    usage: Any = None  #: the terminal's usage, or ``False`` for ``usageReported: false``
+
+
+@dataclass(slots=True)
+class _Open:
+    """The tool rounds and reply of the turn still open."""
+
     round: int = 0  #: the newest tool round
     pending: set[str] = field(default_factory=set)  #: its calls without a result yet
     answered: set[str] = field(default_factory=set)  #: its calls with one
-    results: int = 0  #: tool results in the whole turn
+    results: list[str] = field(default_factory=list)  #: sha256 of each result so far
+    reply: list[str] = field(default_factory=list)  #: the assistant's text
 
 
 class TranscriptReader:
@@ -62,6 +73,7 @@ class TranscriptReader:
         self.says = says
         self.cap = cap
         self.turns: list[Turn] = []
+        self.open = _Open()
 
     def read(self) -> None:
         """Read the whole transcript, reporting each line that breaks its structure."""
@@ -117,7 +129,9 @@ class TranscriptReader:
         if kind == "terminal":
             self._terminal(lineno, rec, open_turn)
             return None
-        if kind == "tool_calls":
+        if kind == "message":
+            self.open.reply.append(_text(rec))
+        elif kind == "tool_calls":
             self._tool_calls(lineno, rec, open_turn)
         elif kind == "tool_result":
             self._tool_result(lineno, rec, open_turn)
@@ -136,55 +150,75 @@ class TranscriptReader:
             meta = rec.get("meta")
             meta = meta if isinstance(meta, dict) else {}
             turn.key, turn.of = (meta.get("runId"), meta.get("step")), meta.get("of")
+            turn.policy = meta.get("policy")
             encoded = _text(rec).encode("utf-8", "surrogatepass")
             turn.sha256, turn.nbytes = hashlib.sha256(encoded).hexdigest(), len(encoded)
         self.turns.append(turn)
+        self.open = _Open()
         return turn
 
     def _terminal(self, lineno: int, rec: dict[str, Any], turn: Turn) -> None:
         self._unanswered(lineno, turn)
         turn.terminal, turn.terminal_line = str(rec.get("status")), lineno
         turn.recovered = rec.get("recovered") is True
+        opened = self.open
         calls = rec.get("toolCalls")
-        if calls is not None and calls != turn.results:
-            self.says(lineno, f"turn {turn.number} counts {calls!r} tool calls; it has {turn.results}")
+        if calls is not None and calls != len(opened.results):
+            self.says(lineno, f"turn {turn.number} counts {calls!r} tool calls; it has {len(opened.results)}")
+        if opened.reply:
+            reply = "".join(opened.reply).encode("utf-8", "replace")
+            turn.reply_sha256 = hashlib.sha256(reply).hexdigest()
+        turn.tool_sha256s = tuple(opened.results)
+        turn.usage = False if rec.get("usageReported") is False else rec.get("usage")
 
     def _tool_calls(self, lineno: int, rec: dict[str, Any], turn: Turn) -> None:
         """A round's calls, written (and fsynced) before any of them ran."""
         self._unanswered(lineno, turn)
+        opened = self.open
         number, calls = rec.get("round"), rec.get("calls")
-        if number != turn.round + 1:
-            self.says(lineno, f"tool round {number!r} follows round {turn.round} of turn {turn.number}")
-        turn.round += 1
+        if number != opened.round + 1:
+            self.says(lineno, f"tool round {number!r} follows round {opened.round} of turn {turn.number}")
+        opened.round += 1
         ids = [c.get("id") for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
         if not ids or len(set(ids)) != len(ids) or not all(isinstance(i, str) for i in ids):
             self.says(lineno, "a tool_calls record must list calls with distinct string ids")
-        turn.pending = {i for i in ids if isinstance(i, str)}
-        turn.answered = set()
+        opened.pending = {i for i in ids if isinstance(i, str)}
+        opened.answered = set()
 
     def _tool_result(self, lineno: int, rec: dict[str, Any], turn: Turn) -> None:
         """One call's result: after its call was recorded, for a call of the newest round, once."""
-        call_id = rec.get("id")
-        if turn.round == 0:
+        call_id, opened = rec.get("id"), self.open
+        if opened.round == 0:
             self.says(lineno, f"a tool_result before any tool_calls in turn {turn.number}")
-        elif rec.get("round") != turn.round:
-            self.says(lineno, f"a tool_result for round {rec.get('round')!r}; round {turn.round} is open")
-        elif call_id in turn.answered:
+        elif rec.get("round") != opened.round:
+            self.says(lineno, f"a tool_result for round {rec.get('round')!r}; round {opened.round} is open")
+        elif call_id in opened.answered:
             self.says(lineno, f"a tool_result for call {str(call_id)[:40]!r}, already answered")
-        elif call_id not in turn.pending:
+        elif call_id not in opened.pending:
             self.says(lineno, f"a tool_result for call {str(call_id)[:40]!r}, which its round did not make")
         else:
-            turn.pending.discard(call_id)
-            turn.answered.add(call_id)
-        turn.results += 1
+            opened.pending.discard(call_id)
+            opened.answered.add(call_id)
+        opened.results.append(self._result_digest(lineno, rec))
+
+    def _result_digest(self, lineno: int, rec: dict[str, Any]) -> str:
+        """The result's recorded sha256; when the text is whole (not capped), it must be that text's."""
+        claimed = str(rec.get("resultSha256", "")).removeprefix("sha256:")
+        text, chars = rec.get("result"), rec.get("resultChars")
+        if isinstance(text, str) and chars == len(text):
+            actual = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+            if actual != claimed:
+                self.says(lineno, f"the tool result's text (sha256 {actual[:12]}) is not its resultSha256")
+        return claimed
 
     def _unanswered(self, lineno: int, turn: Turn) -> None:
-        for call_id in sorted(turn.pending):
+        opened = self.open
+        for call_id in sorted(opened.pending):
             self.says(
                 lineno,
-                f"call {call_id[:40]!r} of round {turn.round} of turn {turn.number} has no tool_result",
+                f"call {call_id[:40]!r} of round {opened.round} of turn {turn.number} has no tool_result",
             )
-        turn.pending = set()
+        opened.pending = set()
 
 
 def _is_plugin(rec: dict[str, Any]) -> bool:

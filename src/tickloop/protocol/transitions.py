@@ -29,6 +29,7 @@ from tickloop.protocol.ledger import (
     POLICY_FIELDS,
     RECOVER_ORPHANED_RUN,
     RULES,
+    SHA256_HEX,
     STOP_DISPOSED,
     STOP_INCONSISTENT,
     STOP_NO_RUN,
@@ -433,6 +434,21 @@ def _usage_problem(rec: Mapping[str, Any], status: Any) -> str | None:
         value = rec.get(name)
         if value is not None and not (is_int(value) and value >= 0):
             return f"{name} must be a non-negative integer"
+    return _content_problem(rec)
+
+
+def _content_problem(rec: Mapping[str, Any]) -> str | None:
+    reply, results = rec.get("replySha256"), rec.get("toolResultSha256s")
+    if reply is not None and not (isinstance(reply, str) and SHA256_HEX.fullmatch(reply)):
+        return "replySha256 must be 64 lowercase hex digits"
+    if results is not None and not (
+        isinstance(results, list)
+        and results
+        and all(isinstance(r, str) and SHA256_HEX.fullmatch(r) for r in results)
+    ):
+        return "toolResultSha256s must be a non-empty list of 64-hex-digit digests"
+    if results is not None and rec.get("toolCalls") not in (None, len(results)):
+        return f"toolResultSha256s lists {len(results)} results for {rec.get('toolCalls')!r} tool calls"
     return None
 
 

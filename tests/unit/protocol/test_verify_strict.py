@@ -217,3 +217,22 @@ def test_mac_of_is_over_the_canonical_bytes_without_the_mac() -> None:
     rec = json.loads(KEYED[0])
     mac = rec.pop("mac")
     assert mac == mac_of(canonical(rec), KEY)
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        (b',"replySha256":"xyz"', "replySha256 must be 64 lowercase hex digits"),
+        (b',"toolResultSha256s":[]', "toolResultSha256s must be a non-empty list"),
+        (b',"toolCalls":2,"toolResultSha256s":["' + b"a" * 64 + b'"]', "lists 1 results for 2 tool calls"),
+    ],
+)
+def test_content_digests_on_a_terminal_are_checked_for_form(fields: bytes, problem: str) -> None:
+    """A tick_terminal's reply and tool result digests must be sha256 hex, one per tool call."""
+    lines = list(UNCHAINED)
+    rec = json.loads(lines[3] + b"")
+    rec.update(json.loads(b"{" + fields[1:] + b"}"))
+    lines[3] = canonical(rec)
+    report = run(lines)
+    assert rules(report) == [(4, "verify.bad_field")]
+    assert problem in report.violations[0].message
