@@ -91,11 +91,13 @@ def _utc(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_DECODER = json.JSONDecoder()
+
+
 def canonical(obj: Mapping[str, Any]) -> bytes:
     """The canonical JSON bytes of a record (no trailing newline)."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode(
-        "utf-8"
-    )
+    return _ENCODER.encode(obj).encode("utf-8")
 
 
 def noncanonical_reason(line: bytes, rec: Mapping[str, Any]) -> str:
@@ -171,6 +173,12 @@ def loads_bounded(line: bytes, *, max_depth: int = MAX_DEPTH) -> Any:
     before the parser could exhaust the stack. The bracket count makes the common case one C pass."""
     if line.count(b"[") + line.count(b"{") > max_depth and nesting_depth(line) > max_depth:
         raise LedgerError(f"nested deeper than {max_depth} levels")
+    try:
+        return _DECODER.decode(line.decode("utf-8"))  # the common case, without json.loads' detection
+    except (ValueError, UnicodeDecodeError):
+        pass  # UTF-16, UTF-32, a BOM, or not JSON: json.loads decides (and verify calls it noncanonical)
+    except RecursionError:
+        raise LedgerError(f"nested deeper than {max_depth} levels") from None
     try:
         return json.loads(line)
     except (ValueError, UnicodeDecodeError) as exc:
