@@ -93,10 +93,21 @@ def _utc(moment: datetime) -> str:
 
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 _DECODER = json.JSONDecoder()
+#: The C encoder ``_ENCODER`` builds on every call, built once (records are trees: no cycle check).
+_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODE: Any = (
+    None
+    if _MAKE_ENCODER is None
+    else _MAKE_ENCODER(
+        None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", True, False, False
+    )
+)
 
 
 def canonical(obj: Mapping[str, Any]) -> bytes:
     """The canonical JSON bytes of a record (no trailing newline)."""
+    if _C_ENCODE is not None and isinstance(obj, dict):
+        return "".join(_C_ENCODE(obj, 0)).encode("utf-8")
     return _ENCODER.encode(obj).encode("utf-8")
 
 

@@ -26,7 +26,6 @@ from tickloop.protocol.ledger import (
     NEXT_RESUME_BOUNDARY,
     NEXT_TERMINAL_MISSING,
     NEXT_TERMINAL_NOT_COMPLETED,
-    POLICY_FIELDS,
     RECOVER_ORPHANED_RUN,
     RULES,
     SHA256_HEX,
@@ -115,6 +114,9 @@ class RunTrace:
     shown: Any = None  #: the requested value as the ledger gave it (named in messages, even when invalid)
 
 
+_KINDS: Mapping[str, RecordType] = {str(kind): kind for kind in RecordType}
+
+
 class RunMachine:
     """Every run of one ledger, each at its ``Phase``; ``run_record`` checks one record against them."""
 
@@ -134,7 +136,7 @@ class RunMachine:
 
     def run_record(self, lineno: int, rec: Mapping[str, Any]) -> None:
         """Check one decoded record's rule, then move its run (a ``command_rejected``: the session)."""
-        kind = RecordType(rec["type"])
+        kind = _KINDS[rec["type"]]  # decode() let only known types through
         rule = self._rule(lineno, kind, rec.get("rule"))
         if kind is RecordType.COMMAND_REJECTED:
             self._rejected(lineno, rule)
@@ -453,4 +455,4 @@ def _content_problem(rec: Mapping[str, Any]) -> str | None:
 
 
 def _policy_of(rec: Mapping[str, Any]) -> tuple[Any, ...]:
-    return tuple(rec.get(name) for name in POLICY_FIELDS)
+    return (rec.get("policyId"), rec.get("timeStepSha256"), rec.get("timeStepBytes"))  # POLICY_FIELDS
