@@ -75,9 +75,12 @@ class ChainCheck:
                 self._open(Part(lineno, *has))
             assert self.current is not None
             return self.current.chain, self.current.keyed
+        well_formed = isinstance(rec.get("chain"), bool) and isinstance(rec.get("keyed"), bool)
+        if not well_formed:
+            self.fail(lineno, "verify.bad_field", "ledger_mode must carry chain and keyed as true or false")
         chain, keyed = rec.get("chain") is True, rec.get("keyed") is True
         before = self.current or Part(lineno, chain=False, keyed=False)
-        if self.current is not None and (chain, keyed) == (before.chain, before.keyed):
+        if well_formed and self.current is not None and (chain, keyed) == (before.chain, before.keyed):
             self.fail(lineno, "verify.bad_field", "a ledger_mode record that changes nothing")
         self._open(Part(lineno, chain, keyed))
         return before.chain or chain, keyed

@@ -236,3 +236,20 @@ def test_content_digests_on_a_terminal_are_checked_for_form(fields: bytes, probl
     report = run(lines)
     assert rules(report) == [(4, "verify.bad_field")]
     assert problem in report.violations[0].message
+
+
+def test_a_ledger_mode_record_must_say_what_it_changes() -> None:
+    """A ledger_mode record without boolean chain and keyed, or one that changes nothing, is bad_field."""
+    at = json.loads(UNCHAINED[10])["recordedAt"]
+    base = {"schema": "tickloop.audit.v1", "type": "ledger_mode", "recordedAt": at, "sessionId": "golden"}
+    for fields, problem in (
+        ({"chain": "yes", "keyed": False}, "must carry chain and keyed as true or false"),
+        ({"chain": False, "keyed": False}, "changes nothing"),
+    ):
+        lines = [*UNCHAINED[:11], canonical({**base, **fields, "seq": 12})]
+        lines += [
+            canonical({**json.loads(line), "seq": json.loads(line)["seq"] + 1}) for line in UNCHAINED[11:]
+        ]
+        report = run(lines)
+        assert rules(report) == [(12, "verify.bad_field")], report.violations
+        assert problem in report.violations[0].message
