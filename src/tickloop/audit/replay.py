@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tickloop.audit.ledger import DEFAULT_MAX_RECORD_BYTES, LineReader, file_checks
-from tickloop.audit.transcript import TranscriptReader, Turn
+from tickloop.audit.transcript import TranscriptReader, Turn, shared
 from tickloop.errors import LedgerError
 from tickloop.filenames import session_file_name
 from tickloop.protocol.ledger import (
@@ -210,6 +210,7 @@ class _Replay:
         kind, run_id = rec["type"], rec.get("runId")
         if not isinstance(run_id, str):
             return
+        run_id = shared(run_id)
         if kind == RecordType.LOOP_ARMED:
             if run_id not in self.runs:
                 requested = rec.get("requested")
@@ -241,13 +242,13 @@ class _Replay:
             run.enqueued += 1
             self.enqueued.append((run_id, step_no, lineno))
         elif kind == RecordType.TICK_TERMINAL:
-            step.terminal, step.terminal_line = str(rec.get("status")), lineno
+            step.terminal, step.terminal_line = shared(str(rec.get("status"))), lineno
             usage = False if rec.get("usageReported") is False else rec.get("usage")
             results = rec.get("toolResultSha256s")
             step.content = (
                 usage,
-                rec.get("replySha256"),
-                tuple(results) if isinstance(results, list) else (),
+                shared(rec.get("replySha256")),
+                tuple(results) if isinstance(results, list) and results else (),
             )
         elif kind == RecordType.TICK_CANCELLED:
             step.cancelled_line, step.cancel_rule = lineno, rec.get("rule")

@@ -10,6 +10,7 @@ Only a few fields of each turn are kept.
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,23 +144,23 @@ class TranscriptReader:
             self.says(lineno, f"turn {number!r} starts while turn {open_turn.number} has no terminal")
         if number != len(self.turns) + 1:
             self.says(lineno, f"turn {number!r} follows turn {len(self.turns)}")
-        turn = Turn(
-            number=len(self.turns) + 1, line=lineno, plugin=_is_plugin(rec), at=str(rec.get("at", ""))
-        )
+        plugin = _is_plugin(rec)
+        at = "" if plugin else str(rec.get("at", ""))  # only a person's turns are timed against delays
+        turn = Turn(number=len(self.turns) + 1, line=lineno, plugin=plugin, at=at)
         if turn.plugin:
             meta = rec.get("meta")
             meta = meta if isinstance(meta, dict) else {}
-            turn.key, turn.of = (meta.get("runId"), meta.get("step")), meta.get("of")
-            turn.policy = meta.get("policy")
+            turn.key, turn.of = (shared(meta.get("runId")), meta.get("step")), meta.get("of")
+            turn.policy = shared(meta.get("policy"))
             encoded = _text(rec).encode("utf-8", "surrogatepass")
-            turn.sha256, turn.nbytes = hashlib.sha256(encoded).hexdigest(), len(encoded)
+            turn.sha256, turn.nbytes = shared(hashlib.sha256(encoded).hexdigest()), len(encoded)
         self.turns.append(turn)
         self.open = _Open()
         return turn
 
     def _terminal(self, lineno: int, rec: dict[str, Any], turn: Turn) -> None:
         self._unanswered(lineno, turn)
-        turn.terminal, turn.terminal_line = str(rec.get("status")), lineno
+        turn.terminal, turn.terminal_line = shared(str(rec.get("status"))), lineno
         turn.recovered = rec.get("recovered") is True
         opened = self.open
         calls = rec.get("toolCalls")
@@ -167,8 +168,8 @@ class TranscriptReader:
             self.says(lineno, f"turn {turn.number} counts {calls!r} tool calls; it has {len(opened.results)}")
         if opened.reply:
             reply = "".join(opened.reply).encode("utf-8", "replace")
-            turn.reply_sha256 = hashlib.sha256(reply).hexdigest()
-        turn.tool_sha256s = tuple(opened.results)
+            turn.reply_sha256 = shared(hashlib.sha256(reply).hexdigest())
+        turn.tool_sha256s = tuple(opened.results) if opened.results else ()
         turn.usage = False if rec.get("usageReported") is False else rec.get("usage")
 
     def _tool_calls(self, lineno: int, rec: dict[str, Any], turn: Turn) -> None:
@@ -231,3 +232,8 @@ def _text(rec: dict[str, Any]) -> str:
     content = rec.get("content")
     parts = content if isinstance(content, list) else []
     return "".join(str(part.get("text", "")) for part in parts if isinstance(part, dict))
+
+
+def shared(value: Any) -> Any:
+    """One object for every equal string (run ids, digests, statuses repeat across many turns)."""
+    return sys.intern(value) if type(value) is str else value
