@@ -216,7 +216,7 @@ def test_replay_of_a_directory_prints_one_line_per_ledger_and_a_total(tool_sessi
     assert lines[0].startswith(f"{stray}: cannot read transcript")
     assert lines[1].startswith(f"{_ledger(tool_session)}: replay ok: session 't' (")
     assert lines[1].endswith("2 steps matched")
-    assert lines[2].startswith("total: 2 files, 1 ok, 0 with disagreements, 1 unreadable;")
+    assert lines[2].startswith("total: 2 files, 1 ok, 0 with disagreement(s), 1 unreadable;")
 
 
 def test_the_ledger_records_each_steps_reply_and_tool_result_digests(tool_session: Path) -> None:

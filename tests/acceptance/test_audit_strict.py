@@ -82,7 +82,7 @@ def test_verify_takes_several_files_and_a_directory_and_prints_a_total(tmp_path:
     assert lines[2].startswith(f"{audit / 'valid.jsonl'}: ok: 17 records")
     assert lines[3].startswith(f"{GOLDEN / 'valid_keyed.jsonl'}: ok: 17 records")
     assert "macs not checked (no --key-env)" in lines[3]
-    assert lines[4] == "total: 3 files, 2 ok, 1 with violations; 51 records, 1 violations"
+    assert lines[4] == "total: 3 files, 2 ok, 1 with violation(s); 51 records, 1 violation(s)"
     assert len(lines) == 5
 
 
@@ -90,11 +90,12 @@ def test_verify_of_clean_files_exits_0_and_an_unreadable_one_exits_2(tmp_path: P
     """All files holding is exit 0; a missing one among them is named on its line and exits 2."""
     ok = tickloop("audit", "verify", str(GOLDEN / "valid.jsonl"), str(GOLDEN / "valid_unchained.jsonl"))
     assert ok.returncode == 0, ok.stdout
-    assert ok.stdout.splitlines()[-1] == "total: 2 files, 2 ok, 0 with violations; 34 records, 0 violations"
+    total = "total: 2 files, 2 ok, 0 with violation(s); 34 records, 0 violation(s)"
+    assert ok.stdout.splitlines()[-1] == total
     missing = tickloop("audit", "verify", str(GOLDEN / "valid.jsonl"), str(tmp_path / "gone.jsonl"))
     assert missing.returncode == 2
     assert f"{tmp_path / 'gone.jsonl'}: cannot read ledger" in missing.stdout
-    assert missing.stdout.splitlines()[-1].endswith("1 unreadable; 17 records, 0 violations")
+    assert missing.stdout.splitlines()[-1].endswith("1 unreadable; 17 records, 0 violation(s)")
 
 
 def test_an_empty_directory_is_a_usage_error(tmp_path: Path) -> None:

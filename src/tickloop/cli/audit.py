@@ -139,7 +139,7 @@ def verify(
         tally.problems += report.violation_count
         tally.failed += not report.ok
     if len(files) > 1:
-        click.echo(tally.line("violations"))
+        click.echo(tally.line("violation(s)"))
     sys.exit(tally.exit_code())
 
 
@@ -235,7 +235,7 @@ def replay(
         tally.problems += report.disagreement_count
         tally.failed += not report.ok
     if len(files) > 1:
-        click.echo(tally.line("disagreements"))
+        click.echo(tally.line("disagreement(s)"))
     sys.exit(tally.exit_code())
 
 
