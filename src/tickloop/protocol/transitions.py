@@ -115,6 +115,10 @@ class RunTrace:
 
 
 _KINDS: Mapping[str, RecordType] = {str(kind): kind for kind in RecordType}
+#: What ``RunMachine.runs`` keeps of every closed run (its records are all checked by then).
+_CLOSED = RunTrace(
+    run_id="", line=0, policy=(), requested=0, resume_boundary=False, phase=Phase.CLOSED, first_rule=None
+)
 
 
 class RunMachine:
@@ -396,6 +400,7 @@ class RunMachine:
                 f"closes after {steps!r} steps; {trace.enqueued} were enqueued",
             )
         self.open.pop(trace.run_id, None)
+        self.runs[trace.run_id] = _CLOSED  # a closed run is remembered by its id alone: memory stays flat
 
 
 #: Where a run is after a record the table does not allow: the record's own phase (no cascade).
