@@ -270,12 +270,17 @@ class _Replay:
 
     def match(self) -> None:
         plugin_turns = [turn for turn in self.turns if turn.plugin]
-        self.by_key = {turn.key: turn for turn in reversed(plugin_turns)}
+        needed = {  # the turns a state-change cancel is checked against: few, so only those are indexed
+            (run.run_id, step_no - 1)
+            for run in self.runs.values()
+            for step_no, step in run.steps.items()
+            if step.cancelled_line and step.cancel_rule in _STATE_CANCELS
+        }
+        self.by_key = {turn.key: turn for turn in reversed(plugin_turns) if turn.key in needed}
         self.human = sorted((turn.at, turn.number) for turn in self.turns if not turn.plugin)
-        where: dict[tuple[Any, Any], list[int]] = {}
+        last: dict[tuple[Any, Any] | None, int] = {}  #: where each key's last plugin message is
         for index, plugin_turn in enumerate(plugin_turns):
-            assert plugin_turn.key is not None
-            where.setdefault(plugin_turn.key, []).append(index)
+            last[plugin_turn.key] = index
         i = j = 0
         while i < len(self.enqueued) or j < len(plugin_turns):
             ledger_key = self.enqueued[i][:2] if i < len(self.enqueued) else None
@@ -283,7 +288,7 @@ class _Replay:
             if turn is not None and ledger_key is not None and turn.key == ledger_key:
                 self._pair(self.enqueued[i][2], turn)
                 i, j = i + 1, j + 1
-            elif turn is not None and (ledger_key is None or any(k > j for k in where.get(ledger_key, []))):
+            elif turn is not None and (ledger_key is None or last.get(ledger_key, -1) > j):
                 run = self.runs.get(str(turn.key[0])) if turn.key else None
                 self.transcript_says(
                     turn.line,
