@@ -1,17 +1,22 @@
-"""Issue 16's figures: ``audit verify`` and ``audit replay`` throughput against a bare ``json.loads`` loop.
+"""Issues 16 and 26: ``audit verify`` and ``audit replay`` throughput against a bare ``json.loads`` loop,
+and the peak RSS of each as a child process (``VmHWM``, read while it runs).
 
 The baseline reads the same files and runs ``json.loads`` on every line, nothing else: the least any
 reader of these records must do. Rounds alternate baseline and ours in the same run; each ratio is
 printed with its min-max over the rounds. Sizes (records) come from ``BENCH_AUDIT_SIZES``
 (default ``1000,100000``; ``--quick``: ``1000,10000``; 1M takes about 5 minutes here, so it is asked for:
 ``BENCH_AUDIT_SIZES=1000,100000,1000000 make bench BENCH_ARGS=audit``). Targets: verify >= 0.3 and replay
->= 0.2 of the baseline, flat across sizes.
+>= 0.2 of the baseline, flat across sizes, after the canonical check of every line; peak RSS at 1M
+records under 100 MB for both.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -25,6 +30,8 @@ from tickloop.protocol.policy import compile_policy
 
 R = RecordType
 SESSION = "bench"
+REPLY = "noted."
+REPLY_SHA = hashlib.sha256(REPLY.encode()).hexdigest()
 ROUNDS = 3
 
 
@@ -60,7 +67,7 @@ def write_session(directory: Path, records: int) -> tuple[Path, Path]:
             msg = {"type": "message", "turn": turn, "role": "user", "content": content, "source": source}
             transcript.write(json.dumps({**msg, **({"meta": meta} if meta else {}), "at": _iso(now)}) + "\n")
             reply = {"type": "message", "turn": turn, "role": "assistant", "source": {"kind": "assistant"}}
-            transcript.write(json.dumps({**reply, "content": [{"type": "text", "text": "noted."}]}) + "\n")
+            transcript.write(json.dumps({**reply, "content": [{"type": "text", "text": REPLY}]}) + "\n")
             done = {"type": "terminal", "turn": turn, "status": "completed", "usageReported": False}
             transcript.write(json.dumps({**done, "at": _iso(now)}) + "\n")
 
@@ -85,7 +92,9 @@ def write_session(directory: Path, records: int) -> tuple[Path, Path]:
                 put(R.TICK_SCHEDULED, runId=run_id, step=step, rule="next.ok", dueAt=due, **fields)
                 put(R.TICK_ENQUEUED, runId=run_id, step=step, **fields)
                 say(
-                    {"kind": "plugin", "plugin": "tickloop"}, "tick", {"runId": run_id, "step": step, "of": 3}
+                    {"kind": "plugin", "plugin": "tickloop"},
+                    "tick",
+                    {"runId": run_id, "step": step, "of": 3, "policy": "default"},
                 )
                 put(
                     R.TICK_TERMINAL,
@@ -93,6 +102,7 @@ def write_session(directory: Path, records: int) -> tuple[Path, Path]:
                     step=step,
                     status="completed",
                     usageReported=False,
+                    replySha256=REPLY_SHA,
                     **fields,
                 )
             put(R.LOOP_COMPLETE, runId=run_id, rule="next.target_reached", steps=3, **fields)
@@ -136,6 +146,27 @@ def _ratios(
     )
 
 
+def child_peak_mib(args: list[str], cwd: Path) -> float:
+    """MiB of peak RSS of ``tickloop ARGS`` run as a child, from its own ``VmHWM`` while it runs
+    (``ru_maxrss`` would count this large process, which the child is forked from before its exec)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TICKLOOP_")}
+    env["TICKLOOP_CONFIG"] = os.devnull
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tickloop", *args], cwd=cwd, env=env, stdout=subprocess.DEVNULL
+    )
+    peak, status = 0, Path(f"/proc/{child.pid}/status")
+    while child.poll() is None:
+        try:
+            for line in status.read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]))
+        except (OSError, ValueError, IndexError):
+            pass  # it exited between poll() and the read
+        time.sleep(0.02)
+    assert child.returncode == 0, (args, child.returncode)
+    return peak / 1024
+
+
 def run(*, quick: bool = False) -> None:
     default = "1000,10000" if quick else "1000,100000"
     sizes = [int(size) for size in os.environ.get("BENCH_AUDIT_SIZES", default).split(",")]
@@ -154,3 +185,12 @@ def run(*, quick: bool = False) -> None:
 
             _ratios("verify", count, _loads(ledger), verify_once, ">= 0.3")
             _ratios("replay", count, _loads(ledger, transcript), replay_once, ">= 0.2")
+            verify_mib = child_peak_mib(["audit", "verify", str(ledger)], Path(tmp))
+            replay_mib = child_peak_mib(
+                ["audit", "replay", str(ledger), "--sessions-dir", str(sessions)], Path(tmp)
+            )
+            print(
+                f"peak RSS {count:>9,} records  verify {verify_mib:.0f} MiB  replay {replay_mib:.0f} MiB  "
+                "(child VmHWM; target < 100 MB at 1M)",
+                flush=True,
+            )

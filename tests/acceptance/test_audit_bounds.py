@@ -77,7 +77,8 @@ def test_a_200_mb_line_is_one_violation_in_bounded_memory(tmp_path: Path) -> Non
 
 
 def test_binary_data_and_directories_end_with_clear_errors(tmp_path: Path) -> None:
-    """Random bytes are violations by line; a directory is refused by name; neither gives a traceback."""
+    """Random bytes are violations by line; a directory without ledgers is refused by name; neither
+    gives a traceback."""
     blob = tmp_path / "blob.bin"
     blob.write_bytes(bytes(range(256)) * 64 + b"\n\x00\xff\n")
     result = tickloop("audit", "verify", str(blob))
@@ -85,7 +86,7 @@ def test_binary_data_and_directories_end_with_clear_errors(tmp_path: Path) -> No
     assert "verify.malformed" in result.stdout
     directory = tickloop("audit", "verify", str(tmp_path))
     assert directory.returncode == 2
-    assert "is a directory" in directory.stderr
+    assert f"{tmp_path}: no *.jsonl ledger in this directory" in directory.stderr
     for output in (result.stderr, directory.stderr):
         assert "Traceback" not in output
 

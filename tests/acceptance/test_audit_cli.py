@@ -20,7 +20,10 @@ def test_verify_ok_exits_0_with_one_summary_line() -> None:
     result = tickloop("audit", "verify", str(GOLDEN / "valid.jsonl"))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines() == [
-        f"{GOLDEN / 'valid.jsonl'}: ok: 17 records, 2 runs, 4 time steps enqueued, hash chain intact"
+        (
+            f"{GOLDEN / 'valid.jsonl'}: ok: 17 records, 2 runs, 4 time steps enqueued, session 'golden', "
+            "hash chain intact, no macs, file name not checked (not a session file name)"
+        )
     ]
 
 

@@ -33,6 +33,10 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "mac_mismatch": {"key": KEY},
     "record_too_large": {"max_record_bytes": 2048},
     "seal_mismatch": {"seal": "seal_mismatch.seal"},
+    "empty": {"strict": True},
+    "unchained": {"require_chain": True},
+    "unkeyed": {"key": KEY, "require_key": True},
+    "session_file": {"file_name": "session-other.jsonl"},
 }
 
 
@@ -143,7 +147,9 @@ def main() -> None:
         "enqueue_beyond_target": _beyond(),
         "schedule_without_completed_terminal": edited(3, status="error", usageReported=None),
         "resume_misuse": edited(0, resumeBoundary=True),
-        "policy_changed": edited(5, timeStepSha256="0" * 64),
+        "policy_changed": edited(5, policyId="relabelled"),
+        "policy_conflict": _conflict(),
+        "future_time": edited(n - 1, recordedAt="2099-01-01T00:00:00.000Z"),
         "record_after_close": inserted(11, _at(R.LOOP_STOPPED, runId="A", rule="stop.user")),
         "missing_rule": without(n - 1, "rule"),
         "missing_run_id": inserted(11, _at(R.TICK_TERMINAL, step=1, status="completed")),
@@ -170,8 +176,16 @@ def main() -> None:
     write("seq_order.jsonl", base(), seqs=[*range(1, 6), *range(7, n + 2)])
     # Tampering after the fact: an edited line (one space) no longer matches the next record's prev.
     lines = (HERE / "valid.jsonl").read_bytes().splitlines()
-    lines[3] = lines[3].replace(b'"status":"completed"', b'"status": "completed"')
+    lines[3] = lines[3].replace(b"09:00:03.000Z", b"09:00:03.001Z")
     (HERE / "chain_broken.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    # One line in another encoding of the same record: a space after a colon.
+    lines = (HERE / "valid_unchained.jsonl").read_bytes().splitlines()
+    lines[3] = lines[3].replace(b'"status":"completed"', b'"status": "completed"')
+    (HERE / "noncanonical.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    (HERE / "empty.jsonl").write_bytes(b"")
+    (HERE / "unchained.jsonl").write_bytes((HERE / "valid_unchained.jsonl").read_bytes())
+    (HERE / "session_file.jsonl").write_bytes((HERE / "valid.jsonl").read_bytes())
+    (HERE / "unkeyed.jsonl").write_bytes(b"".join(line + b"\n" for line in _keyed_from(6)))
     lines = (HERE / "valid_unchained.jsonl").read_bytes().splitlines()
     lines[11] = lines[11][:30]  # the command_rejected record, cut mid-way: not JSON
     (HERE / "malformed.jsonl").write_bytes(b"\n".join(lines) + b"\n")
@@ -190,6 +204,37 @@ def main() -> None:
     seal = Seal(len(full), hashlib.sha256(b"".join(line + b"\n" for line in full)).hexdigest())
     (HERE / "seal_mismatch.seal").write_text(seal.line() + "\n")
     (HERE / "seal_mismatch.jsonl").write_bytes(b"".join(line + b"\n" for line in full[:-1]))
+
+
+def _conflict() -> list[dict[str, Any]]:
+    """Run B names policy "default" with another text than run A did."""
+    other = compile_policy("default", "tock")
+    recs = base()
+    for i in range(12, len(recs)):
+        recs[i] = {
+            **recs[i],
+            "timeStepSha256": other.time_step_sha256,
+            "timeStepBytes": other.time_step_bytes,
+        }
+    return recs
+
+
+def _keyed_from(index: int) -> list[bytes]:
+    """A chained ledger whose key was turned on at ``index``: a ledger_mode record starts the keyed part."""
+    recs = base()
+    mode = record(
+        R.LEDGER_MODE, recorded_at=T0 + timedelta(seconds=index), session_id="golden", chain=True, keyed=True
+    )
+    recs.insert(index, mode)
+    lines, prev = [], GENESIS
+    for i, rec in enumerate(recs):
+        stamped = {**rec, "seq": i + 1, "prev": prev}
+        if i >= index:
+            stamped["mac"] = mac_of(canonical(stamped), KEY)
+        line = canonical(stamped)
+        prev = chain_digest(line)
+        lines.append(line)
+    return lines
 
 
 def _beyond() -> list[dict[str, Any]]:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +26,16 @@ from tickloop.filenames import session_file_name
 from tickloop.protocol.ledger import (
     GENESIS,
     MAX_REPORTED,
+    SCHEMA,
     Oversized,
+    RecordType,
     Seal,
     canonical,
     chain_digest,
     decode,
     mac_of,
 )
-from tickloop.protocol.verify import Verifier, VerifyReport
+from tickloop.protocol.verify import Checks, Verifier, VerifyReport
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -49,19 +52,21 @@ class LedgerRead:
     lines: list[tuple[int, bytes | Oversized]] = field(default_factory=list)
     torn_tail: bytes | None = None
     torn_size: int = 0  #: bytes after the last newline (kept in ``torn_tail`` only up to the cap)
+    path: Path | None = None  #: the file read, named in errors
 
     def records(self) -> list[dict[str, Any]]:
-        """Decoded records; raises ``LedgerError`` naming the first bad line."""
+        """Decoded records; raises ``LedgerError`` naming the file and its first bad line."""
         out = []
+        where = f"{self.path}: " if self.path is not None else ""
         for lineno, raw in self.lines:
             if isinstance(raw, Oversized):
                 raise LedgerError(
-                    f"line {lineno}: a record of {raw.size} bytes exceeds the {raw.cap}-byte cap"
+                    f"{where}line {lineno}: a record of {raw.size} bytes exceeds the {raw.cap}-byte cap"
                 )
             try:
                 out.append(decode(raw))
             except LedgerError as exc:
-                raise LedgerError(f"line {lineno}: {exc}") from None
+                raise LedgerError(f"{where}line {lineno}: {exc}") from None
         return out
 
 
@@ -125,7 +130,7 @@ class LineReader:
 def read_ledger(path: Path, *, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> LedgerRead:
     """Read a ledger file. A last line without its newline is reported as ``torn_tail``."""
     reader = LineReader(path, max_record_bytes=max_record_bytes)
-    result = LedgerRead(lines=list(reader))
+    result = LedgerRead(lines=list(reader), path=path)
     result.torn_tail, result.torn_size = reader.torn_tail, reader.torn_size
     return result
 
@@ -137,18 +142,56 @@ def verify_file(
     key: bytes | None = None,
     seal: Seal | None = None,
     strict: bool = False,
+    require_chain: bool = False,
+    require_key: bool = False,
+    now_ms: int | None = None,
+    file_name: str | None = None,
     max_reported: int = MAX_REPORTED,
 ) -> tuple[VerifyReport, LedgerRead]:
-    """Verify a ledger file in bounded memory (see ``tickloop.protocol.verify.verify``).
+    """Verify a ledger file in bounded memory (see ``tickloop.protocol.verify.verify``): its name (or
+    ``file_name``, the name it is known by) is checked against its session, its times against
+    ``now_ms`` (default: now).
 
     The returned ``LedgerRead`` carries only the torn tail: the lines stream through and are not kept.
     """
     reader = LineReader(path, max_record_bytes=max_record_bytes)
-    verifier = Verifier(key=key, seal=seal, max_reported=max_reported)
+    checks = file_checks(
+        path, key=key, seal=seal, strict=strict, require_chain=require_chain, require_key=require_key
+    )
+    if now_ms is not None or file_name is not None:
+        checks = replace(
+            checks,
+            now_ms=checks.now_ms if now_ms is None else now_ms,
+            file_name=file_name or checks.file_name,
+        )
+    verifier = Verifier(checks, max_reported=max_reported)
     for lineno, raw in reader:
         verifier.feed(lineno, raw)
-    report = verifier.finish(torn_tail=reader.torn_size > 0, strict=strict)
+    report = verifier.finish(torn_tail=reader.torn_size > 0)
     return report, LedgerRead(torn_tail=reader.torn_tail, torn_size=reader.torn_size)
+
+
+def file_checks(
+    path: Path,
+    *,
+    key: bytes | None = None,
+    seal: Seal | None = None,
+    strict: bool = False,
+    require_chain: bool = False,
+    require_key: bool = False,
+) -> Checks:
+    """The checks of one ledger file: its name, and the moment of verification (now)."""
+    if require_key and key is None:
+        raise ConfigError("--require-key needs the key: give --key-env NAME")
+    return Checks(
+        key=key,
+        seal=seal,
+        strict=strict,
+        require_chain=require_chain,
+        require_key=require_key,
+        file_name=path.name,
+        now_ms=time.time_ns() // 1_000_000,
+    )
 
 
 def seal_file(path: Path, *, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> Seal:
@@ -178,13 +221,37 @@ class LedgerFile:
         self.fsync_every = fsync_every
         self._unsynced = 0
         self.torn_repaired = False
-        self._seq, self._prev = self._recover_tail(path)
+        self._seq, self._prev, last = self._recover_tail(path)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
         path.chmod(FILE_MODE)
+        if last is not None:
+            self._mark_mode(last)
 
-    def _recover_tail(self, path: Path) -> tuple[int, str]:
+    def _mark_mode(self, last: Mapping[str, Any]) -> None:
+        """Turning the chain or the key on or off for an existing file starts a new part of it with a
+        ``ledger_mode`` record, so verify checks each part under its own rule (no false alarm, and
+        no silent downgrade). It carries a ``prev`` when either part is chained, a ``mac`` when the
+        new one is keyed, and the time of the record before it (the change takes effect right after)."""
+        if last.get("type") == RecordType.LEDGER_MODE:
+            was = (last.get("chain") is True, last.get("keyed") is True)
+        else:
+            was = ("prev" in last, "mac" in last)
+        now = (self.chain, self.key is not None)
+        if was == now:
+            return
+        mode = {
+            "schema": SCHEMA,
+            "type": str(RecordType.LEDGER_MODE),
+            "recordedAt": last["recordedAt"],
+            "sessionId": last["sessionId"],
+            "chain": now[0],
+            "keyed": now[1],
+        }
+        self._append(mode, chained=was[0] or now[0])
+
+    def _recover_tail(self, path: Path) -> tuple[int, str, dict[str, Any] | None]:
         if not path.exists():
-            return 0, GENESIS
+            return 0, GENESIS, None
         read = read_ledger(path)
         if read.torn_size:
             # Never acknowledged (append returns only after fsync): cut it so the next line is clean.
@@ -193,15 +260,15 @@ class LedgerFile:
                 os.fsync(handle.fileno())
             self.torn_repaired = True
         if not read.lines:
-            return 0, GENESIS
+            return 0, GENESIS, None
         lineno, last = read.lines[-1]
         if isinstance(last, Oversized):
             raise LedgerError(f"{path}: line {lineno} exceeds the {last.cap}-byte record cap; not appending")
         try:
-            seq = int(decode(last)["seq"])
+            rec = decode(last)
         except LedgerError as exc:
             raise LedgerError(f"{path}: line {lineno} is not a valid record ({exc}); not appending") from None
-        return seq, chain_digest(last)
+        return int(rec["seq"]), chain_digest(last), rec
 
     @property
     def seq(self) -> int:
@@ -210,8 +277,11 @@ class LedgerFile:
 
     def append(self, rec: Mapping[str, Any]) -> dict[str, Any]:
         """Stamp, encode and durably append one record; returns the record as written."""
+        return self._append(rec, chained=self.chain)
+
+    def _append(self, rec: Mapping[str, Any], *, chained: bool) -> dict[str, Any]:
         stamped = {**rec, "seq": self._seq + 1}
-        if self.chain:
+        if chained:
             stamped["prev"] = self._prev
         if self.key is not None:
             stamped["mac"] = mac_of(canonical(stamped), self.key)
@@ -223,8 +293,7 @@ class LedgerFile:
         if self._unsynced >= self.fsync_every:
             self.sync()
         self._seq += 1
-        if self.chain:
-            self._prev = chain_digest(line)
+        self._prev = chain_digest(line)
         return stamped
 
     def sync(self) -> None:

@@ -19,28 +19,24 @@ Both files are read line by line under a size cap; only a few fields per turn ar
 from __future__ import annotations
 
 import bisect
-import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tickloop.audit.ledger import DEFAULT_MAX_RECORD_BYTES, LineReader
+from tickloop.audit.ledger import DEFAULT_MAX_RECORD_BYTES, LineReader, file_checks
+from tickloop.audit.transcript import TranscriptReader, Turn, shared
 from tickloop.errors import LedgerError
 from tickloop.filenames import session_file_name
-from tickloop.protocol.envelope import PLUGIN_NAME
 from tickloop.protocol.ledger import (
     CANCEL_PERSON_MESSAGE,
     CANCEL_STATE_CHANGED,
     MAX_REPORTED,
-    Oversized,
     RecordType,
 )
-from tickloop.protocol.verify import Verifier, VerifyReport
+from tickloop.protocol.verify import Checks, Verifier, VerifyReport
 
 #: Cancels that claim the state changed: the transcript must show the change (a person's message).
 _STATE_CANCELS = frozenset({CANCEL_STATE_CHANGED, CANCEL_PERSON_MESSAGE})
-DEFAULT_MAX_TRANSCRIPT_LINE = 16 << 20  #: a model reply can be long; a transcript line is capped at 16 MiB
 #: Closes that can end a run while its step's turn is still running (its terminal then is not logged).
 _CLOSE_WHILE_ENQUEUED = frozenset(
     {"stop.user", "stop.disposed", "stop.inconsistent_turn", "recover.orphaned_run"}
@@ -60,21 +56,6 @@ class Disagreement:
 
 
 @dataclass(slots=True)
-class _Turn:
-    number: int
-    line: int
-    plugin: bool
-    key: tuple[Any, Any] | None = None  #: (runId, step) from a plugin message's meta
-    of: Any = None  #: the run's requested count, from the same meta
-    at: str = ""  #: when the turn's input message was written
-    sha256: str = ""
-    nbytes: int = 0
-    terminal: str | None = None
-    terminal_line: int = 0
-    recovered: bool = False
-
-
-@dataclass(slots=True)
 class _Step:
     enqueued_line: int = 0
     terminal: str | None = None
@@ -83,6 +64,7 @@ class _Step:
     cancel_rule: str | None = None
     scheduled_at: str = ""  #: recordedAt of the step's tick_scheduled
     due: str = ""  #: its dueAt
+    content: tuple[Any, Any, Any] | None = None  #: (usage, replySha256, toolResultSha256s) of its terminal
 
 
 @dataclass(slots=True)
@@ -90,7 +72,7 @@ class _Run:
     run_id: str
     line: int
     policy: tuple[Any, Any, Any]
-    requested: int
+    requested: Any  #: as the ledger wrote it
     resume_boundary: bool
     armed_at: str = ""
     steps: dict[int, _Step] = field(default_factory=dict)
@@ -109,7 +91,7 @@ class RunRow:
 
     run_id: str
     policy_id: str
-    requested: int
+    requested: Any
     enqueued: int
     matched: int
     closed: str
@@ -145,7 +127,7 @@ class ReplayReport:
             (
                 r.run_id[:12],
                 r.policy_id[:24],
-                str(r.requested),
+                str(r.requested)[:12],
                 str(r.enqueued),
                 str(r.matched),
                 r.closed[:40],
@@ -163,7 +145,14 @@ class ReplayReport:
         steps = sum(r.matched for r in self.rows)
         state = "replay ok" if self.ok else f"{self.disagreement_count} disagreement(s)"
         counts = f"{self.records} ledger records, {self.turns} transcript turns, {len(self.rows)} runs"
-        return f"{state}: {counts}, {steps} steps matched"
+        return f"{state}: {self._ledger_said()}{counts}, {steps} steps matched"
+
+    def _ledger_said(self) -> str:
+        """The session the ledger names, and what its verification said of its chain and macs."""
+        if self.verify is None or self.verify.session is None:
+            return ""
+        notes = f" ({'; '.join(self.verify.notes)})" if self.verify.notes else ""
+        return f"session {self.verify.session[:80]!r}{notes}, "
 
 
 def transcript_path(sessions_dir: Path, session_id: str) -> Path:
@@ -173,17 +162,17 @@ def transcript_path(sessions_dir: Path, session_id: str) -> Path:
 
 class _Replay:
     def __init__(
-        self, ledger: Path, sessions_dir: Path, *, max_record_bytes: int, key: bytes | None, max_reported: int
+        self, ledger: Path, sessions_dir: Path, *, max_record_bytes: int, checks: Checks, max_reported: int
     ) -> None:
         self.ledger_path = ledger
         self.sessions_dir = sessions_dir
         self.cap = max_record_bytes
-        self.key = key
+        self.checks = checks
         self.runs: dict[str, _Run] = {}
         self.enqueued: list[tuple[str, int, int]] = []  #: (runId, step, ledger line) in ledger order
         self.session_id: str | None = None
-        self.turns: list[_Turn] = []
-        self.by_key: dict[tuple[Any, Any] | None, _Turn] = {}
+        self.turns: list[Turn] = []
+        self.by_key: dict[tuple[Any, Any] | None, Turn] = {}
         self.human: list[tuple[str, int]] = []  #: (at, turn number) of every turn a person started
         self.report = ReplayReport(ledger=ledger, transcript=Path(), max_reported=max_reported)
 
@@ -200,13 +189,13 @@ class _Replay:
     # -- the ledger ---------------------------------------------------------------------------------
 
     def read_ledger(self) -> None:
-        verifier = Verifier(key=self.key, seal=None, max_reported=self.report.max_reported)
+        verifier = Verifier(self.checks, max_reported=self.report.max_reported)
         reader = LineReader(self.ledger_path, max_record_bytes=self.cap)
         for lineno, raw in reader:
             rec = verifier.feed(lineno, raw)
             if rec is not None:
                 self._ledger_record(lineno, rec)
-        report = verifier.finish(torn_tail=reader.torn_size > 0, strict=False)
+        report = verifier.finish(torn_tail=reader.torn_size > 0)
         self.report.verify = report
         self.report.records = report.records
         for violation in report.violations:
@@ -221,6 +210,7 @@ class _Replay:
         kind, run_id = rec["type"], rec.get("runId")
         if not isinstance(run_id, str):
             return
+        run_id = shared(run_id)
         if kind == RecordType.LOOP_ARMED:
             if run_id not in self.runs:
                 requested = rec.get("requested")
@@ -228,7 +218,7 @@ class _Replay:
                     run_id=run_id,
                     line=lineno,
                     policy=(rec.get("policyId"), rec.get("timeStepSha256"), rec.get("timeStepBytes")),
-                    requested=requested if isinstance(requested, int) else 0,
+                    requested=requested,  # as written, even when invalid (verify names it)
                     resume_boundary=rec.get("resumeBoundary") is True,
                     armed_at=str(rec["recordedAt"]),
                 )
@@ -252,7 +242,14 @@ class _Replay:
             run.enqueued += 1
             self.enqueued.append((run_id, step_no, lineno))
         elif kind == RecordType.TICK_TERMINAL:
-            step.terminal, step.terminal_line = str(rec.get("status")), lineno
+            step.terminal, step.terminal_line = shared(str(rec.get("status"))), lineno
+            usage = False if rec.get("usageReported") is False else rec.get("usage")
+            results = rec.get("toolResultSha256s")
+            step.content = (
+                usage,
+                shared(rec.get("replySha256")),
+                tuple(results) if isinstance(results, list) and results else (),
+            )
         elif kind == RecordType.TICK_CANCELLED:
             step.cancelled_line, step.cancel_rule = lineno, rec.get("rule")
         elif kind == RecordType.TICK_SCHEDULED:
@@ -264,94 +261,26 @@ class _Replay:
         assert self.session_id is not None
         path = transcript_path(self.sessions_dir, self.session_id)
         self.report.transcript = path
-        reader = LineReader(
-            path, max_record_bytes=max(self.cap, DEFAULT_MAX_TRANSCRIPT_LINE), what="transcript"
-        )
-        open_turn: _Turn | None = None
-        lineno = 0
-        for lineno, raw in reader:
-            if isinstance(raw, Oversized):
-                self.transcript_says(
-                    lineno, f"a transcript line of {raw.size} bytes exceeds the {raw.cap}-byte cap"
-                )
-                continue
-            try:
-                rec = json.loads(raw)
-            except ValueError:
-                if lineno == 1:
-                    raise LedgerError(f"{path}: line 1 is not JSON: not a session transcript") from None
-                self.transcript_says(lineno, "not JSON")
-                continue
-            if not isinstance(rec, dict):
-                self.transcript_says(lineno, "a transcript record must be a JSON object")
-                continue
-            if lineno == 1:
-                self._header(path, rec)
-                continue
-            open_turn = self._transcript_record(lineno, rec, open_turn)
-        if reader.torn_size:
-            self.transcript_says(lineno + 1, "the transcript ends in a torn line")
+        reader = TranscriptReader(path, self.session_id, self.transcript_says, cap=self.cap)
+        reader.read()
+        self.turns = reader.turns
         self.report.turns = len(self.turns)
-
-    def _header(self, path: Path, rec: dict[str, Any]) -> None:
-        if rec.get("type") != "session":
-            raise LedgerError(f"{path}: line 1 is not a session header")
-        if rec.get("id") != self.session_id:
-            raise LedgerError(
-                f"{path} is the transcript of session {str(rec.get('id'))[:80]!r}, "
-                f"but the ledger belongs to session {self.session_id!r}"
-            )
-
-    def _transcript_record(self, lineno: int, rec: dict[str, Any], open_turn: _Turn | None) -> _Turn | None:
-        kind, number = rec.get("type"), rec.get("turn")
-        if kind == "message" and rec.get("role") == "user":
-            if open_turn is not None:
-                self.transcript_says(
-                    lineno, f"turn {number!r} starts while turn {open_turn.number} has no terminal"
-                )
-            if number != len(self.turns) + 1:
-                self.transcript_says(lineno, f"turn {number!r} follows turn {len(self.turns)}")
-            turn = _Turn(
-                number=len(self.turns) + 1, line=lineno, plugin=_is_plugin(rec), at=str(rec.get("at", ""))
-            )
-            if turn.plugin:
-                meta = rec.get("meta")
-                meta = meta if isinstance(meta, dict) else {}
-                turn.key, turn.of = (meta.get("runId"), meta.get("step")), meta.get("of")
-                content = rec.get("content")
-                text = "".join(
-                    str(part.get("text", ""))
-                    for part in (content if isinstance(content, list) else [])
-                    if isinstance(part, dict)
-                )
-                encoded = text.encode("utf-8", "surrogatepass")
-                turn.sha256, turn.nbytes = hashlib.sha256(encoded).hexdigest(), len(encoded)
-            self.turns.append(turn)
-            return turn
-        if kind == "message":
-            if open_turn is None or number != open_turn.number:
-                self.transcript_says(lineno, f"a {rec.get('role')!r} message outside an open turn")
-            return open_turn
-        if kind == "terminal":
-            if open_turn is None or number != open_turn.number:
-                self.transcript_says(lineno, f"a terminal for turn {number!r}, which is not open")
-                return open_turn
-            open_turn.terminal, open_turn.terminal_line = str(rec.get("status")), lineno
-            open_turn.recovered = rec.get("recovered") is True
-            return None
-        self.transcript_says(lineno, f"unknown transcript record type {str(kind)[:40]!r}")
-        return open_turn
 
     # -- the two together ---------------------------------------------------------------------------
 
     def match(self) -> None:
         plugin_turns = [turn for turn in self.turns if turn.plugin]
-        self.by_key = {turn.key: turn for turn in reversed(plugin_turns)}
+        needed = {  # the turns a state-change cancel is checked against: few, so only those are indexed
+            (run.run_id, step_no - 1)
+            for run in self.runs.values()
+            for step_no, step in run.steps.items()
+            if step.cancelled_line and step.cancel_rule in _STATE_CANCELS
+        }
+        self.by_key = {turn.key: turn for turn in reversed(plugin_turns) if turn.key in needed}
         self.human = sorted((turn.at, turn.number) for turn in self.turns if not turn.plugin)
-        where: dict[tuple[Any, Any], list[int]] = {}
+        last: dict[tuple[Any, Any] | None, int] = {}  #: where each key's last plugin message is
         for index, plugin_turn in enumerate(plugin_turns):
-            assert plugin_turn.key is not None
-            where.setdefault(plugin_turn.key, []).append(index)
+            last[plugin_turn.key] = index
         i = j = 0
         while i < len(self.enqueued) or j < len(plugin_turns):
             ledger_key = self.enqueued[i][:2] if i < len(self.enqueued) else None
@@ -359,7 +288,7 @@ class _Replay:
             if turn is not None and ledger_key is not None and turn.key == ledger_key:
                 self._pair(self.enqueued[i][2], turn)
                 i, j = i + 1, j + 1
-            elif turn is not None and (ledger_key is None or any(k > j for k in where.get(ledger_key, []))):
+            elif turn is not None and (ledger_key is None or last.get(ledger_key, -1) > j):
                 run = self.runs.get(str(turn.key[0])) if turn.key else None
                 self.transcript_says(
                     turn.line,
@@ -377,7 +306,7 @@ class _Replay:
                 i += 1
         self._cancels()
 
-    def _pair(self, ledger_line: int, turn: _Turn) -> None:
+    def _pair(self, ledger_line: int, turn: Turn) -> None:
         assert turn.key is not None
         run_id, step_no = str(turn.key[0]), int(turn.key[1])
         run = self.runs[run_id]
@@ -392,17 +321,24 @@ class _Replay:
                 f"is not the run's policy text ({nbytes} bytes, sha256 {str(sha)[:12]})",
                 run,
             )
+        if turn.policy is not None and turn.policy != run.policy[0]:
+            self.transcript_says(
+                turn.line,
+                f"step {step_no} was sent under policy {str(turn.policy)[:64]!r}; "
+                f"the ledger says run {run_id} used {str(run.policy[0])[:64]!r}",
+                run,
+            )
         if turn.of != run.requested:
             self.transcript_says(
                 turn.line,
-                f"step {step_no} says it is of {turn.of!r}; the run was armed for {run.requested}",
+                f"step {step_no} says it is of {turn.of!r}; the run was armed for {run.requested!r}",
                 run,
             )
         self._terminal(run, step_no, step, turn)
         self._preceding(run, step_no, turn, ledger_line)
         self._during_delay(run, step_no, step)
 
-    def _terminal(self, run: _Run, step_no: int, step: _Step, turn: _Turn) -> None:
+    def _terminal(self, run: _Run, step_no: int, step: _Step, turn: Turn) -> None:
         if step.terminal is not None:
             if turn.terminal is None:
                 self.ledger_says(
@@ -424,6 +360,8 @@ class _Replay:
                     f"turn {turn.number} was recovered after a crash, but the ledger saw it end live",
                     run,
                 )
+            else:
+                self._content(run, step_no, step, turn)
         elif turn.terminal is not None and not (
             run.open_step == step_no and run.close_rule in _CLOSE_WHILE_ENQUEUED
         ):
@@ -434,7 +372,34 @@ class _Replay:
                 run,
             )
 
-    def _preceding(self, run: _Run, step_no: int, turn: _Turn, ledger_line: int) -> None:
+    def _content(self, run: _Run, step_no: int, step: _Step, turn: Turn) -> None:
+        """The step's token usage, reply and tool results are the transcript's, record by record."""
+        usage, reply, results = step.content or (None, None, ())
+        where = f"step {step_no} of run {run.run_id} (turn {turn.number})"
+        if usage != turn.usage:
+            self.ledger_says(
+                step.terminal_line,
+                f"{where}: the ledger's usage {_usage_text(usage)} "
+                f"is not the transcript's {_usage_text(turn.usage)}",
+                run,
+            )
+        if reply != turn.reply_sha256:
+            said = "records no reply" if reply is None else f"recorded reply sha256 {str(reply)[:12]}"
+            seen = (
+                "no reply" if turn.reply_sha256 is None else f"a reply with sha256 {turn.reply_sha256[:12]}"
+            )
+            self.transcript_says(
+                turn.terminal_line, f"{where}: the ledger {said}; the transcript has {seen}", run
+            )
+        if results != turn.tool_sha256s:
+            self.transcript_says(
+                turn.terminal_line,
+                f"{where}: the ledger's {len(results)} tool result digest(s) are not "
+                f"the transcript's {len(turn.tool_sha256s)}",
+                run,
+            )
+
+    def _preceding(self, run: _Run, step_no: int, turn: Turn, ledger_line: int) -> None:
         before = self.turns[turn.number - 2] if turn.number >= 2 else None
         if before is None:
             self.transcript_says(
@@ -523,14 +488,17 @@ class _Replay:
         ]
 
 
+def _usage_text(usage: Any) -> str:
+    if usage is False:
+        return "(not reported)"
+    if isinstance(usage, dict):
+        return f"{usage.get('inputTokens')!r} in / {usage.get('outputTokens')!r} out"
+    return "(none)"
+
+
 def _key_text(key: tuple[Any, Any] | None) -> str:
     run_id, step = key if key is not None else (None, None)
     return f"(run {str(run_id)[:40]}, step {str(step)[:12]})"
-
-
-def _is_plugin(rec: dict[str, Any]) -> bool:
-    source = rec.get("source")
-    return isinstance(source, dict) and source.get("kind") == "plugin" and source.get("plugin") == PLUGIN_NAME
 
 
 def replay(
@@ -539,11 +507,17 @@ def replay(
     *,
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     key: bytes | None = None,
+    require_chain: bool = False,
+    require_key: bool = False,
     max_reported: int = MAX_REPORTED,
 ) -> ReplayReport:
     """Read ``ledger`` against its session's transcript in ``sessions_dir``; raises ``LedgerError``
-    when either file cannot be read as what it claims to be (a directory, a device, another session)."""
-    job = _Replay(ledger, sessions_dir, max_record_bytes=max_record_bytes, key=key, max_reported=max_reported)
+    when either file cannot be read as what it claims to be (a directory, a device, another session).
+    The ledger itself is verified on the way (``tickloop.audit.ledger.file_checks``)."""
+    checks = file_checks(ledger, key=key, require_chain=require_chain, require_key=require_key)
+    job = _Replay(
+        ledger, sessions_dir, max_record_bytes=max_record_bytes, checks=checks, max_reported=max_reported
+    )
     job.read_ledger()
     job.read_transcript()
     job.match()

@@ -14,7 +14,6 @@ fingerprints and response headers are never read at all.
 
 from __future__ import annotations
 
-import json
 import re
 import statistics
 from collections.abc import Iterable, Iterator
@@ -23,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from tickloop.audit import read_ledger, session_file_name
-from tickloop.errors import ConfigError
+from tickloop.errors import ConfigError, LedgerError
 from tickloop.experiment.provenance import read_run_record
 from tickloop.experiment.redaction import Redactor
 from tickloop.experiment.runner import LEDGERS, MANIFEST, SESSIONS, Manifest
+from tickloop.protocol.ledger import loads_bounded
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,9 +102,9 @@ def _replies(transcript: Path) -> dict[int, str]:
     with transcript.open("rb") as handle:
         for line in handle:
             try:
-                rec = json.loads(line)
-            except ValueError:
-                continue  # a torn tail; the harness reader tolerates it the same way
+                rec = loads_bounded(line)
+            except LedgerError:
+                continue  # a torn tail (the harness reader tolerates it the same way) or a hostile line
             if isinstance(rec, dict) and rec.get("type") == "message" and rec.get("role") == "assistant":
                 text = "".join(str(p.get("text", "")) for p in rec.get("content", []) if isinstance(p, dict))
                 replies[int(rec["turn"])] = replies.get(int(rec["turn"]), "") + text

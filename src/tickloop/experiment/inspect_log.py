@@ -24,7 +24,6 @@ exported (the log's ``created`` is the Unix epoch).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -33,11 +32,12 @@ from typing import Any
 from tickloop import __version__
 from tickloop.audit import session_file_name
 from tickloop.audit.ledger import verify_file
-from tickloop.errors import ConfigError
+from tickloop.errors import ConfigError, LedgerError
 from tickloop.experiment.dataset import Finished, cause_code, failure_text, finished_sessions
 from tickloop.experiment.redaction import NoRedaction, Redactor, report, run_key
 from tickloop.experiment.runner import LEDGERS, SESSIONS
 from tickloop.harness.jsonl import SessionError, read_records
+from tickloop.protocol.ledger import loads_bounded
 
 #: ``created`` of every exported log: wall-clock times are never exported
 EPOCH = "1970-01-01T00:00:00+00:00"
@@ -280,8 +280,8 @@ def _arguments(redactor: Redactor, call: dict[str, Any]) -> dict[str, Any]:
     if content is None:
         return {"redacted": fields["text_hash"], "chars": len(text)}
     try:
-        parsed = json.loads(content)
-    except ValueError:
+        parsed = loads_bounded(content.encode("utf-8"))
+    except (ValueError, LedgerError):
         return {"arguments": content}  # scrubbing can break the JSON; the text is still there
     return parsed if isinstance(parsed, dict) else {"arguments": parsed}
 

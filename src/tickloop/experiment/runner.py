@@ -35,12 +35,13 @@ from typing import Any, Protocol
 
 from tickloop.audit import read_ledger, session_file_name
 from tickloop.config import Settings
-from tickloop.errors import ConfigError
+from tickloop.errors import ConfigError, LedgerError
 from tickloop.experiment.spec import ALL, SessionPlan, Shard, Spec
 from tickloop.harness.durable import FsyncPool
 from tickloop.harness.events import AgentEvent, TextStreamed, TurnEnded, TurnStarted
 from tickloop.models.base import ChatMessage, ChatModel, Completion, Finished, StreamEvent, ToolSpec
 from tickloop.models.offline import OfflineModel
+from tickloop.protocol.ledger import loads_bounded
 
 MANIFEST = "manifest.jsonl"
 SESSIONS = "sessions"
@@ -101,8 +102,8 @@ class Manifest:
                 if not line.endswith(b"\n"):
                     return  # a torn tail from a crash: that session was never finished
                 try:
-                    rec = json.loads(line)
-                except ValueError:
+                    rec = loads_bounded(line)  # a depth bound, like every other reader of run files
+                except (ValueError, LedgerError):
                     raise ConfigError(f"{self.path}:{lineno}: not a JSON record") from None
                 if not isinstance(rec, dict):
                     raise ConfigError(f"{self.path}:{lineno}: not a JSON object")

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from tickloop.errors import TickloopError
+from tickloop.errors import LedgerError, TickloopError
+from tickloop.protocol.ledger import loads_bounded
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -102,9 +103,9 @@ def read_records(path: Path) -> list[dict[str, Any]]:
     out = []
     for lineno, raw in enumerate(lines, start=1):
         try:
-            obj = json.loads(raw)
-        except ValueError as exc:
-            raise SessionError(f"{path}, line {lineno}: not JSON ({exc})") from None
+            obj = loads_bounded(raw)
+        except LedgerError as exc:
+            raise SessionError(f"{path}, line {lineno}: {exc}") from None
         if not isinstance(obj, dict):
             raise SessionError(f"{path}, line {lineno}: a record must be a JSON object")
         out.append(obj)

@@ -43,6 +43,7 @@ from tickloop.inert import inert
 from tickloop.models.base import ToolCall, Usage
 from tickloop.protocol.envelope import USER_SOURCE, Message, Source, is_time_step
 from tickloop.protocol.predicates import SessionView, TerminalStatus
+from tickloop.sha256 import sha256
 
 if TYPE_CHECKING:
     from tickloop.harness.durable import Durability
@@ -107,6 +108,18 @@ class Turn:
     terminal: Terminal | None = None
     rounds: tuple[ToolRound, ...] = ()
     tools_offered: bool = False
+
+    def content_fields(self) -> dict[str, Any]:
+        """What the ledger's ``tick_terminal`` says of the step's content: the sha256 of the reply text
+        (``replySha256``) and of each tool result in order (``toolResultSha256s``), so an edited
+        transcript fails replay and the keyed chain covers what the model said, not only the decisions."""
+        out: dict[str, Any] = {}
+        if self.reply is not None:
+            out["replySha256"] = sha256("".join(self.reply.content).encode("utf-8", "replace")).hexdigest()
+        results = [r.sha256.removeprefix("sha256:") for rnd in self.rounds for r in rnd.results]
+        if results:
+            out["toolResultSha256s"] = results
+        return out
 
     def call_counts(self) -> tuple[int, int]:
         """(calls, calls that did not end ``ok``) over all rounds."""

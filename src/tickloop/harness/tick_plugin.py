@@ -122,6 +122,7 @@ class TickPlugin:
                 status=str(terminal.status),
                 **terminal.usage_fields(),
                 **terminal.tool_fields(),
+                **turn.content_fields(),
             )
             if self._over_budget(turn):
                 self._close(
@@ -301,7 +302,7 @@ class TickPlugin:
         self._enqueued += 1
         self._write_run(RecordType.TICK_ENQUEUED, step=self._enqueued)
         self._run, self._due = run.to(RunState.ENQUEUED), None
-        meta = {"runId": run.run_id, "step": self._enqueued, "of": run.requested}
+        meta = {"runId": run.run_id, "step": self._enqueued, "of": run.requested, "policy": run.policy.id}
         self._require_host().enqueue(replace(time_step_message(run.policy), meta=meta))
 
     def _stop(self, rule: str) -> None:

@@ -36,6 +36,7 @@ class RecordType(StrEnum):
     LOOP_STOPPED = "loop_stopped"  #: the run ended before its target
     LOOP_COMPLETE = "loop_complete"  #: the run reached its target
     COMMAND_REJECTED = "command_rejected"  #: a /tick line was refused
+    LEDGER_MODE = "ledger_mode"  #: from this record on, the file is (or is no longer) chained or keyed
 
 
 CLOSING = frozenset({RecordType.LOOP_STOPPED, RecordType.LOOP_COMPLETE})
@@ -50,8 +51,18 @@ NEEDS_RULE = frozenset(
     }
 )
 #: Record types that belong to a run and carry its frozen policy fields.
-RUN_RECORDS = frozenset(RecordType) - {RecordType.COMMAND_REJECTED}
+RUN_RECORDS = frozenset(RecordType) - {RecordType.COMMAND_REJECTED, RecordType.LEDGER_MODE}
 POLICY_FIELDS = ("policyId", "timeStepSha256", "timeStepBytes")
+#: Every field a ``tickloop.audit.v1`` record may carry (a writer that adds one adds it here first).
+FIELDS = frozenset(
+    {
+        *("schema", "type", "recordedAt", "sessionId", "seq", "prev", "mac"),
+        *("runId", *POLICY_FIELDS, "rule", "next", "requested", "resume", "resumeBoundary"),
+        *("step", "dueAt", "status", "usage", "usageReported", "toolCalls", "toolErrors"),
+        *("replySha256", "toolResultSha256s", "steps", "tokens", "usageEstimated", "token"),
+        *("chain", "keyed"),
+    }
+)
 
 
 def record(
@@ -80,11 +91,70 @@ def _utc(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_DECODER = json.JSONDecoder()
+#: The C encoder ``_ENCODER`` builds on every call, built once (records are trees: no cycle check).
+_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODE: Any = (
+    None
+    if _MAKE_ENCODER is None
+    else _MAKE_ENCODER(
+        None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", True, False, False
+    )
+)
+
+
 def canonical(obj: Mapping[str, Any]) -> bytes:
     """The canonical JSON bytes of a record (no trailing newline)."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode(
-        "utf-8"
-    )
+    if _C_ENCODE is not None and isinstance(obj, dict):
+        return "".join(_C_ENCODE(obj, 0)).encode("utf-8")
+    return _ENCODER.encode(obj).encode("utf-8")
+
+
+def noncanonical_reason(line: bytes, rec: Mapping[str, Any]) -> str:
+    """Why ``line`` (which decodes to ``rec``) is not the one canonical encoding of its record."""
+    unknown = sorted(set(rec) - FIELDS)
+    if unknown:
+        return f"unknown field {unknown[0][:40]!r} (not part of {SCHEMA})"
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not strict UTF-8 (UTF-16, UTF-32, or invalid bytes)"
+    return _text_reason(text) or _value_reason(text, rec)
+
+
+def _text_reason(text: str) -> str | None:
+    if text.startswith("\ufeff"):
+        return "starts with a byte order mark"
+    if "\x00" in text:
+        return "not UTF-8 (UTF-16 or UTF-32)"
+    if text.endswith("\r"):
+        return "ends in a carriage return (a CRLF line ending)"
+    return None
+
+
+def _value_reason(text: str, rec: Mapping[str, Any]) -> str:
+    duplicate = _duplicate_key(text)
+    if duplicate is not None:
+        return f"duplicate key {duplicate[:40]!r} (readers disagree on which value counts)"
+    try:
+        canonical(rec)
+    except (UnicodeEncodeError, ValueError):
+        return "holds a lone surrogate (not well-formed Unicode)"
+    return "not byte-equal to its canonical JSON (spacing, key order, number form or escapes)"
+
+
+def _duplicate_key(text: str) -> str | None:
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in items]
+        if len(set(keys)) != len(keys) and not found:
+            found.append(next(key for i, key in enumerate(keys) if key in keys[:i]))
+        return dict(items)
+
+    json.loads(text, object_pairs_hook=pairs)
+    return found[0] if found else None
 
 
 def chain_digest(line: bytes) -> str:
@@ -92,12 +162,45 @@ def chain_digest(line: bytes) -> str:
     return "sha256:" + hashlib.sha256(line).hexdigest()
 
 
-def decode(line: bytes) -> dict[str, Any]:
-    """Parse one ledger line, or raise ``LedgerError`` saying what is wrong with it."""
+MAX_DEPTH = 32  #: how deeply a record (ledger or transcript) may nest arrays and objects
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_BRACKET = re.compile(rb"[\[\]{}]")
+
+
+def nesting_depth(line: bytes) -> int:
+    """How deeply ``line`` nests arrays and objects (brackets inside strings do not count)."""
+    depth = deepest = 0
+    for match in _BRACKET.finditer(_STRING.sub(b"", line)):
+        if match.group() in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def loads_bounded(line: bytes, *, max_depth: int = MAX_DEPTH) -> Any:
+    """``json.loads`` of one line, refusing (``LedgerError``) a line nested deeper than ``max_depth``
+    before the parser could exhaust the stack. The bracket count makes the common case one C pass."""
+    if line.count(b"[") + line.count(b"{") > max_depth and nesting_depth(line) > max_depth:
+        raise LedgerError(f"nested deeper than {max_depth} levels")
     try:
-        obj = json.loads(line)
+        return _DECODER.decode(line.decode("utf-8"))  # the common case, without json.loads' detection
+    except (ValueError, UnicodeDecodeError):
+        pass  # UTF-16, UTF-32, a BOM, or not JSON: json.loads decides (and verify calls it noncanonical)
+    except RecursionError:
+        raise LedgerError(f"nested deeper than {max_depth} levels") from None
+    try:
+        return json.loads(line)
     except (ValueError, UnicodeDecodeError) as exc:
         raise LedgerError(f"not JSON: {exc}") from None
+    except RecursionError:
+        raise LedgerError(f"nested deeper than {max_depth} levels") from None
+
+
+def decode(line: bytes) -> dict[str, Any]:
+    """Parse one ledger line, or raise ``LedgerError`` saying what is wrong with it."""
+    obj = loads_bounded(line)
     if not isinstance(obj, dict):
         raise LedgerError(f"a record must be a JSON object, got {type(obj).__name__}")
     if obj.get("schema") != SCHEMA:
@@ -198,6 +301,7 @@ TERMINAL_STATUSES = frozenset({"completed", "error", "interrupted", "unknown"})
 MAX_REQUESTED = 256  #: the grammar's bound on /tick N
 MAX_POLICY_BYTES = 4096
 MAX_REPORTED = 100  #: violations kept in full; the rest are only counted
+FUTURE_SKEW_MS = 5 * 60 * 1000  #: how far past the moment of verification a recordedAt may lie (clock skew)
 TIME_SLACK_MS = 1000  #: how far recordedAt may step back (a wall-clock correction) before it is a violation
 DUE_SLACK_MS = 100  #: how early an enqueue may be recorded against its dueAt (timer and clock granularity)
 

@@ -1,215 +1,82 @@
-"""``verify``: a ledger replayed through the run state machine, one transition table per run.
+"""``verify``: a ledger's lines checked one by one, and its records run through the state machine.
 
-Each record is a transition of its run's ``Phase``; a transition the table does not allow is a
-violation naming its line and rule. The record format, the rule vocabulary and the keyed chain live
-in ``tickloop.protocol.ledger``.
+``Verifier`` checks what each line is (its encoding, the hash chain, the keyed macs, seq, session,
+times, the policy fields) and hands each record to ``tickloop.protocol.transitions.RunMachine``,
+which moves the record's run through the transition table. The record format, the rule vocabulary
+and the keyed chain live in ``tickloop.protocol.ledger``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from enum import StrEnum
-from typing import Any, TypeGuard
+from dataclasses import dataclass
+from typing import Any
 
 from tickloop.errors import LedgerError
+from tickloop.filenames import session_file_name
+from tickloop.protocol.chain import ChainCheck
 from tickloop.protocol.ledger import (
-    ADMIT_RESUME_BOUNDARY,
-    CLOSING,
-    DUE_SLACK_MS,
-    GENESIS,
-    INTERRUPTING_STOPS,
+    FIELDS,
+    FUTURE_SKEW_MS,
     MAX_POLICY_BYTES,
     MAX_REPORTED,
-    MAX_REQUESTED,
-    NEEDS_RULE,
-    NEXT_COUNT_OUT_OF_WINDOW,
-    NEXT_OK,
-    NEXT_RESUME_BOUNDARY,
-    NEXT_TERMINAL_MISSING,
-    NEXT_TERMINAL_NOT_COMPLETED,
-    POLICY_FIELDS,
-    RECOVER_ORPHANED_RUN,
-    RULES,
     SHA256_HEX,
-    STOP_DISPOSED,
-    STOP_INCONSISTENT,
-    STOP_NO_RUN,
-    STOP_TOKEN_BUDGET,
-    STOP_USER,
-    TERMINAL_STATUSES,
     TIME_FORMAT,
     TIME_SLACK_MS,
     Oversized,
-    RecordType,
     Seal,
-    chain_digest,
+    canonical,
     decode,
-    mac_of,
-    without_mac,
+    noncanonical_reason,
 )
 from tickloop.protocol.policy import is_valid_policy_id
+from tickloop.protocol.report import VerifyReport, Violation
+from tickloop.protocol.transitions import TRANSITIONS, Phase, RunMachine, is_int, ms
 
-# -- verify --------------------------------------------------------------------------------------------
+__all__ = ["TRANSITIONS", "Checks", "Phase", "Verifier", "VerifyReport", "Violation", "verify"]
 
 
 @dataclass(frozen=True, slots=True)
-class Violation:
-    """One broken invariant, with the 1-based line it was found on."""
+class Checks:
+    """What a verification demands beyond the protocol's rules (the CLI flags and the moment)."""
 
-    line: int
-    rule: str
-    message: str
-
-
-class Phase(StrEnum):
-    """Where a run is, as its records show it (``tickloop.protocol.run.RunState`` as seen in a ledger).
-
-    ``ended`` is the moment after a step's terminal, before the run's next decision is recorded;
-    ``cancelled`` is a cancelled step whose ``loop_stopped`` has not been written yet.
-    """
-
-    ARMED = "armed"  #: loop_armed said the next step can be scheduled at once
-    WAITING = "waiting"  #: loop_armed said the latest turn had no terminal yet
-    SCHEDULED = "scheduled"
-    ENQUEUED = "enqueued"
-    ENDED = "ended"
-    CANCELLED = "cancelled"
-    CLOSED = "closed"
+    key: bytes | None = None  #: check every mac of the keyed parts (``--key-env``)
+    seal: Seal | None = None  #: the file must match this seal (``--sealed``)
+    strict: bool = False  #: an open run, a torn tail, an empty file are violations
+    require_chain: bool = False  #: every record is in a chained part
+    require_key: bool = False  #: every record is in a keyed part (needs ``key``)
+    file_name: str | None = None  #: the file's own name, checked against its session id
+    now_ms: int | None = None  #: the moment of verification: a later recordedAt (past the skew) is refused
 
 
-Ph = Phase
-R = RecordType
-#: Every transition a run's records may make. A (phase, record type) pair not listed is a violation;
-#: the guards in ``Verifier`` then check the step numbers, rules and counts of the allowed ones.
-TRANSITIONS: Mapping[tuple[Phase, RecordType], Phase] = {
-    (Ph.ARMED, R.TICK_SCHEDULED): Ph.SCHEDULED,
-    (Ph.ARMED, R.LOOP_STOPPED): Ph.CLOSED,
-    (Ph.WAITING, R.TICK_SCHEDULED): Ph.SCHEDULED,
-    (Ph.WAITING, R.LOOP_STOPPED): Ph.CLOSED,
-    (Ph.SCHEDULED, R.TICK_ENQUEUED): Ph.ENQUEUED,
-    (Ph.SCHEDULED, R.TICK_CANCELLED): Ph.CANCELLED,
-    (Ph.SCHEDULED, R.LOOP_STOPPED): Ph.CLOSED,
-    (Ph.CANCELLED, R.LOOP_STOPPED): Ph.CLOSED,
-    (Ph.ENQUEUED, R.TICK_TERMINAL): Ph.ENDED,
-    (Ph.ENQUEUED, R.LOOP_STOPPED): Ph.CLOSED,
-    (Ph.ENDED, R.TICK_SCHEDULED): Ph.SCHEDULED,
-    (Ph.ENDED, R.LOOP_COMPLETE): Ph.CLOSED,
-    (Ph.ENDED, R.LOOP_STOPPED): Ph.CLOSED,
-}
-#: The rules a ``loop_stopped`` may carry in each phase (``ended`` depends on the terminal's status;
-#: ``cancelled`` must repeat the cancel's own rule).
-STOP_RULES: Mapping[Phase, frozenset[str]] = {
-    Ph.ARMED: INTERRUPTING_STOPS,
-    Ph.WAITING: INTERRUPTING_STOPS | {NEXT_TERMINAL_NOT_COMPLETED, NEXT_COUNT_OUT_OF_WINDOW},
-    Ph.SCHEDULED: frozenset({RECOVER_ORPHANED_RUN}),
-    Ph.ENQUEUED: INTERRUPTING_STOPS | {STOP_INCONSISTENT},
-}
-_STOP_AFTER_COMPLETED = frozenset({NEXT_COUNT_OUT_OF_WINDOW, RECOVER_ORPHANED_RUN, STOP_TOKEN_BUDGET})
-_STOP_AFTER_FAILED = _STOP_AFTER_COMPLETED | {NEXT_TERMINAL_NOT_COMPLETED}
-#: The rule reported when a record type arrives in a phase the table does not allow.
-_ILLEGAL: Mapping[RecordType, str] = {
-    R.TICK_SCHEDULED: "verify.schedule_out_of_order",
-    R.TICK_ENQUEUED: "verify.enqueue_without_schedule",
-    R.TICK_TERMINAL: "verify.terminal_out_of_order",
-    R.TICK_CANCELLED: "verify.cancel_out_of_order",
-    R.LOOP_COMPLETE: "verify.complete_short",
-    R.LOOP_STOPPED: "verify.stop_rule_mismatch",
-}
-
-
-@dataclass(slots=True)
-class _RunTrace:
-    run_id: str
-    line: int
-    policy: tuple[Any, ...]
-    requested: int
-    resume_boundary: bool
-    phase: Phase
-    first_rule: str | None  #: the rule loop_armed's ``next`` promised for step 1, when it said
-    step: int = 0  #: the step the run is at (scheduled, enqueued or ended)
-    enqueued: int = 0
-    status: str | None = None  #: the status of the latest terminal
-    cancel_rule: str | None = None
-    due: str | None = None  #: dueAt of the pending step
-
-
-@dataclass(slots=True)
-class VerifyReport:
-    """What ``verify`` found: the first violations, their count, and counts for the summary."""
-
-    violations: list[Violation] = field(default_factory=list)
-    violation_count: int = 0
-    records: int = 0
-    runs: int = 0
-    enqueued: int = 0
-    chained: bool = False
-    keyed: bool = False  #: every record's mac was checked against the key
-    sealed: Seal | None = None  #: the seal the file was checked against
-    open_runs: list[str] = field(default_factory=list)
-    max_reported: int = MAX_REPORTED
-
-    @property
-    def ok(self) -> bool:
-        return self.violation_count == 0
-
-    def add(self, violation: Violation) -> None:
-        self.violation_count += 1
-        if len(self.violations) < self.max_reported:
-            self.violations.append(violation)
-
-    def summary(self) -> str:
-        extras = []
-        if self.open_runs:
-            extras.append(f"{len(self.open_runs)} open run{'s' if len(self.open_runs) > 1 else ''}")
-        if self.chained and self.ok:
-            extras.append("hash chain intact")
-        if self.keyed and self.ok:
-            extras.append("keyed chain verified")
-        if self.sealed is not None and self.ok:
-            extras.append(f"seal of {self.sealed.records} records matches")
-        state = "ok" if self.ok else f"{self.violation_count} violation(s)"
-        tail = "".join(f", {extra}" for extra in extras)
-        return f"{state}: {self.records} records, {self.runs} runs, {self.enqueued} time steps enqueued{tail}"
-
-
-class Verifier:
+class Verifier(RunMachine):
     """Replays records one by one through the run state machine and checks every invariant.
 
     ``feed`` each line, then ``finish`` once; ``verify`` does both for an iterable of lines.
     """
 
-    def __init__(self, *, key: bytes | None, seal: Seal | None, max_reported: int) -> None:
-        self.report = VerifyReport(max_reported=max_reported, sealed=seal)
-        self.key = key
-        self.seal = seal
-        self.sealed_hash = hashlib.sha256() if seal is not None else None
+    def __init__(self, checks: Checks | None = None, *, max_reported: int = MAX_REPORTED) -> None:
+        checks = checks or Checks()
+        super().__init__(VerifyReport(max_reported=max_reported, sealed=checks.seal))
+        self.checks = checks
+        self.seal = checks.seal
+        self.sealed_hash = hashlib.sha256() if checks.seal is not None else None
         self.sealed_lines = 0
-        self.runs: dict[str, _RunTrace] = {}
-        self.open: dict[str, _RunTrace] = {}  #: runs armed and not closed, oldest first
-        self.armed_any = False
+        self.lines = 0
         self.last_seq = 0
         self.last_time = ""
+        self.future = "" if checks.now_ms is None else iso_ms(checks.now_ms + FUTURE_SKEW_MS)
         self.good_policy: tuple[Any, ...] = ()  #: the policy fields last found well-formed
+        self.policies: dict[str, tuple[Any, Any, int]] = {}  #: policy id -> (sha256, bytes, first line)
         self.session: str | None = None
-        self.prev_line: bytes | None = None
-        self.chain_lost = False  #: the previous line could not be hashed (too large): skip one check
-
-    def fail(self, line: int, rule: str, message: str) -> None:
-        self.report.add(Violation(line, rule, message))
-
-    @property
-    def active(self) -> _RunTrace | None:
-        """The newest run still open (there should never be more than one)."""
-        return next(reversed(self.open.values()), None)
+        self.chain = ChainCheck(checks.key, self.fail)
 
     # -- one line ------------------------------------------------------------------------------------
 
     def feed(self, lineno: int, raw: bytes | Oversized) -> dict[str, Any] | None:
         """Check one line; returns its record when it could be read (``None`` otherwise)."""
+        self.lines = lineno
         if isinstance(raw, Oversized):
             self._seal_line(lineno, None)
             self.fail(
@@ -217,7 +84,7 @@ class Verifier:
                 "verify.record_too_large",
                 f"a record of {raw.size} bytes or more exceeds the {raw.cap}-byte cap (not read)",
             )
-            self.prev_line, self.chain_lost = None, True
+            self.chain.skip(None)
             self.last_seq += 1
             return None
         self._seal_line(lineno, raw)
@@ -225,47 +92,25 @@ class Verifier:
             rec = decode(raw)
         except LedgerError as exc:
             self.fail(lineno, "verify.malformed", str(exc))
-            self.prev_line, self.chain_lost = raw, False
+            self.chain.skip(raw)
             self.last_seq += 1  # an unreadable line still occupies its slot: no cascade of seq errors
             return None
-        self._record(lineno, raw, rec)
+        self._check_canonical(lineno, raw, rec)
+        self.report.records += 1
+        self.chain.check(lineno, raw, rec)
+        self._check_seq(lineno, rec)
+        self.run_record(lineno, rec)
         return rec
 
-    def _record(self, lineno: int, raw: bytes, rec: dict[str, Any]) -> None:
-        self.report.records += 1
-        self._check_chain(lineno, raw, rec)
-        self._check_seq(lineno, rec)
-        kind = RecordType(rec["type"])
-        rule = rec.get("rule")
-        if kind in NEEDS_RULE or rule is not None:
-            if not isinstance(rule, str):
-                self.fail(lineno, "verify.missing_rule", f"{kind} must name the rule that caused it")
-                rule = None
-            elif rule not in RULES.get(kind, ()):
-                self.fail(lineno, "verify.unknown_rule", f"{rule!r} is not a rule a {kind} record can carry")
-        if kind is RecordType.COMMAND_REJECTED:
-            self._rejected(lineno, rule)
-            return
-        run_id = rec.get("runId")
-        if not isinstance(run_id, str) or not run_id:
-            self.fail(lineno, "verify.missing_run_id", f"{kind} must carry runId")
-            return
-        self._check_policy_fields(lineno, rec)
-        if kind is RecordType.LOOP_ARMED:
-            self._armed(lineno, run_id, rec, rule)
-            return
-        trace = self.runs.get(run_id)
-        if trace is None:
-            self.fail(lineno, "verify.unknown_run", f"{kind} for run {run_id} that was never armed")
-            return
-        if trace.phase is Phase.CLOSED:
-            self.fail(lineno, "verify.record_after_close", f"{kind} after run {run_id} closed")
-            return
-        if _policy_of(rec) != trace.policy:
-            self.fail(lineno, "verify.policy_changed", f"policy fields changed within run {run_id}")
-        if rec.get("resumeBoundary") is not None:
-            self.fail(lineno, "verify.resume_misuse", "resumeBoundary appears only on loop_armed")
-        self._transition(lineno, kind, trace, rec, rule)
+    def _check_canonical(self, lineno: int, raw: bytes, rec: dict[str, Any]) -> None:
+        """The line is strict UTF-8 and byte-equal to the canonical encoding of what it decodes to."""
+        if rec.keys() <= FIELDS:
+            try:
+                if canonical(rec) == raw:
+                    return
+            except (UnicodeEncodeError, ValueError):
+                pass
+        self.fail(lineno, "verify.noncanonical", noncanonical_reason(raw, rec))
 
     def _seal_line(self, lineno: int, raw: bytes | None) -> None:
         if self.sealed_hash is None or self.seal is None or self.sealed_lines >= self.seal.records:
@@ -281,34 +126,6 @@ class Verifier:
                 lineno, "verify.seal_mismatch", f"the first {self.seal.records} lines differ from the seal"
             )
 
-    def _check_chain(self, lineno: int, raw: bytes, rec: Mapping[str, Any]) -> None:
-        prev = rec.get("prev")
-        if prev is None:
-            if self.report.chained or self.key is not None:
-                self.fail(lineno, "verify.chain_broken", "the hash chain stops here (no prev)")
-        else:
-            if self.report.records == 1:
-                self.report.chained = True
-            expected = GENESIS if self.prev_line is None else chain_digest(self.prev_line)
-            if prev != expected and not self.chain_lost:
-                self.fail(lineno, "verify.chain_broken", "prev does not match the previous line")
-        if self.key is not None:
-            self._check_mac(lineno, raw, rec)
-        self.prev_line, self.chain_lost = raw, False
-
-    def _check_mac(self, lineno: int, raw: bytes, rec: Mapping[str, Any]) -> None:
-        assert self.key is not None
-        mac = rec.get("mac")
-        if not isinstance(mac, str):
-            self.fail(lineno, "verify.mac_mismatch", "no mac: the record is not part of the keyed chain")
-            return
-        body = without_mac(raw)
-        if body is None or not hmac.compare_digest(mac_of(body, self.key), mac):
-            self.fail(lineno, "verify.mac_mismatch", "the mac does not match this record under the key")
-            return
-        if self.report.records == 1:
-            self.report.keyed = True
-
     def _check_seq(self, lineno: int, rec: Mapping[str, Any]) -> None:
         seq = int(rec["seq"])
         if seq != self.last_seq + 1:
@@ -316,21 +133,29 @@ class Verifier:
         self.last_seq = seq
         session = rec["sessionId"]
         if self.session is None:
-            self.session = session
+            self.session = self.report.session = session
         elif session != self.session:
             self.fail(
                 lineno, "verify.session_mixed", f"sessionId {session!r} in a ledger of {self.session!r}"
             )
-        at = rec["recordedAt"]
+        self._check_time(lineno, rec["recordedAt"])
+
+    def _check_time(self, lineno: int, at: str) -> None:
         if TIME_FORMAT.fullmatch(at) is None:
             self.fail(lineno, "verify.bad_field", f"recordedAt {at[:40]!r} is not YYYY-MM-DDTHH:MM:SS.mmmZ")
             return
+        if self.future and at > self.future:  # the fixed format orders as text
+            self.fail(
+                lineno,
+                "verify.future_time",
+                f"recordedAt {at} is after the moment of verification (+{FUTURE_SKEW_MS // 1000} s skew)",
+            )
         if at >= self.last_time:  # the fixed format orders as text: no parsing on the common path
             self.last_time = at
-        elif _ms(at) < _ms(self.last_time) - TIME_SLACK_MS:
+        elif ms(at) < ms(self.last_time) - TIME_SLACK_MS:
             self.fail(lineno, "verify.time_order", f"recordedAt {at} is before the previous {self.last_time}")
 
-    def _check_policy_fields(self, lineno: int, rec: Mapping[str, Any]) -> None:
+    def check_policy(self, lineno: int, rec: Mapping[str, Any]) -> None:
         policy_id, sha, size = policy = (
             rec.get("policyId"),
             rec.get("timeStepSha256"),
@@ -342,228 +167,28 @@ class Verifier:
             self.fail(lineno, "verify.bad_field", f"policyId {policy_id!r} is not a policy id")
         elif not (isinstance(sha, str) and SHA256_HEX.fullmatch(sha)):
             self.fail(lineno, "verify.bad_field", "timeStepSha256 must be 64 lowercase hex digits")
-        elif not (_is_int(size) and 1 <= size <= MAX_POLICY_BYTES):
+        elif not (is_int(size) and 1 <= size <= MAX_POLICY_BYTES):
             self.fail(lineno, "verify.bad_field", f"timeStepBytes {size!r} is not in 1..{MAX_POLICY_BYTES}")
         else:
             self.good_policy = policy
+            self._one_text_per_id(lineno, policy_id, sha, size)
 
-    # -- records outside a run -------------------------------------------------------------------------
-
-    def _rejected(self, lineno: int, rule: str | None) -> None:
-        contradiction = None
-        if rule == "admit.run_active" and self.active is None:
-            contradiction = "refused as 'a run is active' while no run is active"
-        elif rule == STOP_NO_RUN and self.active is not None:
-            contradiction = f"refused as 'no active run' while run {self.active.run_id} is active"
-        elif rule in {"admit.natural_context", "admit.no_closed_turn"} and self.armed_any:
-            contradiction = f"refused as {rule} after a run was armed, which needed a closed natural turn"
-        if contradiction is not None:
-            self.fail(lineno, "verify.refusal_contradicts_state", contradiction)
-
-    def _armed(self, lineno: int, run_id: str, rec: Mapping[str, Any], rule: str | None) -> None:
-        if run_id in self.runs:
-            self.fail(lineno, "verify.run_rearmed", f"run {run_id} armed twice")
-            return
-        if self.active is not None:
+    def _one_text_per_id(self, lineno: int, policy_id: str, sha: str, size: int) -> None:
+        """Through a file, a policy id names one frozen text: one sha256 and one byte count."""
+        known = self.policies.setdefault(policy_id, (sha, size, lineno))
+        if known[:2] != (sha, size):
             self.fail(
                 lineno,
-                "verify.concurrent_runs",
-                f"run {run_id} armed while run {self.active.run_id} is still active",
-            )
-        requested = rec.get("requested")
-        if not (_is_int(requested) and 1 <= requested <= MAX_REQUESTED):
-            self.fail(lineno, "verify.bad_field", f"loop_armed must carry requested in 1..{MAX_REQUESTED}")
-            requested = MAX_REQUESTED
-        resume, boundary = rec.get("resume"), rec.get("resumeBoundary")
-        if resume is not None and not isinstance(resume, bool):
-            self.fail(lineno, "verify.bad_field", "resume must be true or false")
-        if boundary not in (None, True):
-            self.fail(lineno, "verify.bad_field", "resumeBoundary, when present, must be true")
-        boundary = boundary is True
-        if boundary and (resume is not True or rule not in (None, ADMIT_RESUME_BOUNDARY)):
-            self.fail(lineno, "verify.resume_misuse", "a resume boundary without --resume and its admit rule")
-            boundary = False
-        elif rule == ADMIT_RESUME_BOUNDARY and not boundary:
-            self.fail(lineno, "verify.resume_misuse", "admitted across a resume boundary it does not record")
-            boundary = True
-        first = rec.get("next")
-        phase = Phase.ARMED
-        if first is not None:
-            allowed = {NEXT_RESUME_BOUNDARY if boundary else NEXT_OK, NEXT_TERMINAL_MISSING}
-            if first not in allowed:
-                self.fail(lineno, "verify.unknown_rule", f"next {first!r} cannot follow this admission")
-                first = None
-            elif first == NEXT_TERMINAL_MISSING:
-                phase, first = Phase.WAITING, None
-        trace = _RunTrace(
-            run_id=run_id,
-            line=lineno,
-            policy=_policy_of(rec),
-            requested=requested,
-            resume_boundary=boundary,
-            phase=phase,
-            first_rule=first,
-        )
-        self.runs[run_id] = trace
-        self.open[run_id] = trace
-        self.armed_any = True
-        self.report.runs += 1
-
-    # -- the state machine -------------------------------------------------------------------------------
-
-    def _transition(
-        self, lineno: int, kind: RecordType, trace: _RunTrace, rec: Mapping[str, Any], rule: str | None
-    ) -> None:
-        target = TRANSITIONS.get((trace.phase, kind))
-        if target is None:
-            self._illegal(lineno, kind, trace, rec)
-        elif kind is R.TICK_SCHEDULED:
-            self._scheduled(lineno, trace, rec, rule)
-        elif kind is R.TICK_ENQUEUED:
-            self._enqueued(lineno, trace, rec)
-        elif kind is R.TICK_TERMINAL:
-            self._terminal(lineno, trace, rec)
-        elif kind is R.TICK_CANCELLED:
-            self._step_is(lineno, trace, rec, "verify.step_order", "cancelled")
-            trace.cancel_rule = rule
-        elif kind is R.LOOP_STOPPED:
-            self._stopped(lineno, trace, rule)
-        elif kind is R.LOOP_COMPLETE:
-            self._complete(lineno, trace)
-        if target is None:
-            target = Phase.CLOSED if kind in CLOSING else _RESYNC.get(kind, trace.phase)
-        trace.phase = target
-        if kind in CLOSING:
-            self._close(lineno, trace, rec)
-
-    def _illegal(self, lineno: int, kind: RecordType, trace: _RunTrace, rec: Mapping[str, Any]) -> None:
-        rule = _ILLEGAL[kind]
-        if kind is R.TICK_CANCELLED:
-            trace.cancel_rule = rec.get("rule")
-        if kind is R.TICK_ENQUEUED and trace.phase is Phase.CANCELLED:
-            rule = "verify.enqueue_after_cancel"
-        if kind is R.LOOP_COMPLETE and trace.phase is Phase.CANCELLED:
-            rule = "verify.complete_short"
-        step = rec.get("step")
-        if _is_int(step) and kind in (R.TICK_SCHEDULED, R.TICK_ENQUEUED, R.TICK_TERMINAL, R.TICK_CANCELLED):
-            trace.step = step
-            if kind is R.TICK_ENQUEUED:
-                trace.enqueued = max(trace.enqueued, step)
-                self.report.enqueued += 1
-        self.fail(lineno, rule, f"{kind} is not allowed while run {trace.run_id} is {trace.phase}")
-
-    def _step_is(self, lineno: int, trace: _RunTrace, rec: Mapping[str, Any], rule: str, what: str) -> bool:
-        step = rec.get("step")
-        if step != trace.step or not _is_int(step):
-            self.fail(lineno, rule, f"{what} step {step!r} but step {trace.step} is pending")
-            return False
-        return True
-
-    def _scheduled(self, lineno: int, trace: _RunTrace, rec: Mapping[str, Any], rule: str | None) -> None:
-        step = rec.get("step")
-        if trace.phase is Phase.ENDED and trace.status != "completed":
-            self.fail(
-                lineno,
-                "verify.schedule_without_completed_terminal",
-                f"step {step!r} scheduled after step {trace.step} ended {trace.status}",
-            )
-        if step != trace.step + 1 or not _is_int(step):
-            self.fail(lineno, "verify.step_order", f"step {step!r} scheduled after step {trace.step}")
-        elif step > trace.requested:
-            self.fail(
-                lineno,
-                "verify.enqueue_beyond_target",
-                f"step {step} exceeds the {trace.requested} requested",
-            )
-        if rule == NEXT_RESUME_BOUNDARY and not (trace.resume_boundary and trace.step == 0):
-            self.fail(
-                lineno,
-                "verify.resume_misuse",
-                "the resume boundary is crossed only before step 1 of a resumed run",
-            )
-        elif (
-            trace.phase is Phase.ARMED
-            and trace.first_rule is not None
-            and rule not in (None, trace.first_rule)
-        ):
-            self.fail(
-                lineno,
-                "verify.resume_misuse",
-                f"loop_armed promised {trace.first_rule}, the schedule says {rule}",
-            )
-        trace.step = step if _is_int(step) else trace.step + 1
-        due = rec.get("dueAt")
-        trace.due = None
-        if due is not None:
-            if not (isinstance(due, str) and TIME_FORMAT.fullmatch(due)):
-                self.fail(lineno, "verify.bad_field", "dueAt is not YYYY-MM-DDTHH:MM:SS.mmmZ")
-            else:
-                trace.due = due
-                at = rec["recordedAt"]
-                if due < at and _ms(due) < _ms(at) - DUE_SLACK_MS:
-                    self.fail(lineno, "verify.time_order", f"dueAt {due} is before the step was scheduled")
-
-    def _enqueued(self, lineno: int, trace: _RunTrace, rec: Mapping[str, Any]) -> None:
-        self._step_is(lineno, trace, rec, "verify.step_order", "enqueued")
-        at = rec["recordedAt"]
-        due = trace.due
-        if due is not None and at < due and TIME_FORMAT.fullmatch(at) and _ms(at) < _ms(due) - DUE_SLACK_MS:
-            self.fail(lineno, "verify.time_order", f"step {trace.step} enqueued before it was due")
-        trace.enqueued += 1
-        self.report.enqueued += 1
-
-    def _terminal(self, lineno: int, trace: _RunTrace, rec: Mapping[str, Any]) -> None:
-        self._step_is(lineno, trace, rec, "verify.terminal_out_of_order", "terminal for")
-        status = rec.get("status")
-        if status not in TERMINAL_STATUSES:
-            self.fail(lineno, "verify.bad_field", f"status {status!r} is not a terminal status")
-        trace.status = status if isinstance(status, str) else None
-        problem = _usage_problem(rec, status)
-        if problem:
-            self.fail(lineno, "verify.bad_field", problem)
-
-    def _stopped(self, lineno: int, trace: _RunTrace, rule: str | None) -> None:
-        if rule is None:
-            return
-        if trace.phase is Phase.CANCELLED:
-            allowed = frozenset({trace.cancel_rule or "", RECOVER_ORPHANED_RUN})
-        elif trace.phase is Phase.ENDED:
-            allowed = _STOP_AFTER_COMPLETED if trace.status == "completed" else _STOP_AFTER_FAILED
-            if trace.status == "completed" and trace.step < trace.requested:
-                allowed = allowed | {STOP_USER, STOP_DISPOSED}
-        else:
-            allowed = STOP_RULES[trace.phase]
-        if rule not in allowed:
-            self.fail(
-                lineno,
-                "verify.stop_rule_mismatch",
-                f"loop_stopped by {rule} cannot happen while {trace.phase}",
+                "verify.policy_conflict",
+                f"policy {policy_id!r} has sha256 {sha[:12]} here, {str(known[0])[:12]} on line {known[2]}",
             )
 
-    def _complete(self, lineno: int, trace: _RunTrace) -> None:
-        if trace.status != "completed":
-            self.fail(lineno, "verify.complete_short", f"loop_complete after a {trace.status} terminal")
-        elif trace.enqueued != trace.requested:
-            self.fail(
-                lineno,
-                "verify.complete_short",
-                f"loop_complete after {trace.enqueued} of {trace.requested} steps",
-            )
+    # -- the end -------------------------------------------------------------------------------------
 
-    def _close(self, lineno: int, trace: _RunTrace, rec: Mapping[str, Any]) -> None:
-        steps = rec.get("steps")
-        if steps is not None and steps != trace.enqueued:
-            self.fail(
-                lineno,
-                "verify.steps_mismatch",
-                f"closes after {steps!r} steps; {trace.enqueued} were enqueued",
-            )
-        self.open.pop(trace.run_id, None)
-
-    def finish(self, *, torn_tail: bool, strict: bool) -> VerifyReport:
-        report = self.report
+    def finish(self, *, torn_tail: bool = False) -> VerifyReport:
+        report, checks = self.report, self.checks
         report.open_runs = [trace.run_id for trace in self.runs.values() if trace.phase is not Phase.CLOSED]
-        if strict:
+        if checks.strict:
             for trace in self.runs.values():
                 if trace.phase is not Phase.CLOSED:
                     self.fail(
@@ -571,62 +196,54 @@ class Verifier:
                     )
             if torn_tail:
                 self.fail(self.last_seq + 1, "verify.torn_tail", "the last line is incomplete (no newline)")
+        if self.lines == 0 and (checks.strict or checks.key is not None or checks.require_chain):
+            self.fail(1, "verify.empty", "the file holds no record: nothing was verified")
         if self.seal is not None and self.sealed_hash is not None and self.sealed_lines < self.seal.records:
             self.fail(
                 self.last_seq + 1,
                 "verify.seal_mismatch",
                 f"the file has {self.sealed_lines} lines; the seal covers {self.seal.records}",
             )
+        self.chain.finish(require_chain=checks.require_chain, require_key=checks.require_key)
+        self._check_file_name()
+        report.chained, report.keyed = self.chain.fully
+        report.notes = self.chain.describe(last_line=self.lines, ok=report.ok)
+        if report.session is not None and report.name_checked is False:
+            report.notes.append("file name not checked (not a session file name)")
         return report
 
-
-#: Where a run is after a record the table does not allow: the record's own phase (no cascade).
-_RESYNC: Mapping[RecordType, Phase] = {
-    R.TICK_SCHEDULED: Phase.SCHEDULED,
-    R.TICK_ENQUEUED: Phase.ENQUEUED,
-    R.TICK_TERMINAL: Phase.ENDED,
-    R.TICK_CANCELLED: Phase.CANCELLED,
-}
-
-
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _ms(at: str) -> int:
-    """Milliseconds since the epoch of a ``YYYY-MM-DDTHH:MM:SS.mmmZ`` time (checked by the caller)."""
-    moment = datetime(
-        int(at[0:4]), int(at[5:7]), int(at[8:10]), int(at[11:13]), int(at[14:16]), int(at[17:19]), tzinfo=UTC
-    )
-    return int(moment.timestamp()) * 1000 + int(at[20:23])
-
-
-def _usage_problem(rec: Mapping[str, Any], status: Any) -> str | None:
-    usage, reported = rec.get("usage"), rec.get("usageReported")
-    if usage is not None:
-        if not (
-            isinstance(usage, dict)
-            and set(usage) == {"inputTokens", "outputTokens"}
-            and all(_is_int(v) and v >= 0 for v in usage.values())
-        ):
-            return "usage must be {inputTokens, outputTokens} with non-negative integers"
-        if reported is not None:
-            return "usage and usageReported are exclusive"
-    if reported is not None and (reported is not False or status != "completed"):
-        return "usageReported appears only as false, on a completed terminal"
-    for name in ("toolCalls", "toolErrors"):
-        value = rec.get(name)
-        if value is not None and not (_is_int(value) and value >= 0):
-            return f"{name} must be a non-negative integer"
-    return None
+    def _check_file_name(self) -> None:
+        """A file named like a session's ledger holds that session's records (not a copy of another's)."""
+        name, session = self.checks.file_name, self.session
+        if name is None or session is None:
+            return
+        if not (name.startswith("session-") and name.endswith(".jsonl")):
+            self.report.name_checked = False
+            return
+        self.report.name_checked = True
+        try:
+            expected = session_file_name(session)
+        except LedgerError:
+            expected = "(none: the session id is not well-formed)"
+        if name != expected:
+            self.fail(
+                1,
+                "verify.session_file",
+                f"{name} holds the ledger of session {session[:80]!r}, whose file is {expected}",
+            )
 
 
-def _policy_of(rec: Mapping[str, Any]) -> tuple[Any, ...]:
-    return tuple(rec.get(name) for name in POLICY_FIELDS)
+def iso_ms(moment_ms: int) -> str:
+    """``YYYY-MM-DDTHH:MM:SS.mmmZ`` of milliseconds since the epoch."""
+    from datetime import UTC, datetime  # noqa: PLC0415
+
+    moment = datetime.fromtimestamp(moment_ms / 1000, tz=UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def verify(
     lines: Iterable[tuple[int, bytes | Oversized]],
+    checks: Checks | None = None,
     *,
     key: bytes | None = None,
     seal: Seal | None = None,
@@ -636,16 +253,21 @@ def verify(
 ) -> VerifyReport:
     """Replay ``(line number, line bytes)`` pairs through the run state machine and check every rule.
 
-    Each run's records must follow ``TRANSITIONS`` (armed -> scheduled -> enqueued -> terminal ->
-    scheduled ... -> complete | stopped; scheduled -> cancelled -> stopped), with contiguous steps from 1,
-    never beyond the requested count, a schedule only after a ``completed`` terminal (or the single
-    ``--resume`` boundary before step 1 of a run armed with it), constant policy fields, and nothing after
-    the close. Across the file: seq gapless from 1, one session, at most one active run, times in order,
-    every rule id from its record type's vocabulary, refusals consistent with the state they claim, the
-    hash chain intact where present, and, with ``key``, every record's HMAC. ``strict`` makes an open run
-    and a torn tail violations. Only the first ``max_reported`` violations are kept; all are counted.
+    Each line must be strict UTF-8 and byte-equal to the canonical encoding of its record, with known
+    fields only. Each run's records must follow ``TRANSITIONS`` (armed -> scheduled -> enqueued ->
+    terminal -> scheduled ... -> complete | stopped; scheduled -> cancelled -> stopped), with contiguous
+    steps from 1, never beyond the requested count, a schedule only after a ``completed`` terminal (or
+    the single ``--resume`` boundary before step 1 of a run armed with it), constant policy fields, and
+    nothing after the close. Across the file: seq gapless from 1, one session (and, with
+    ``checks.file_name``, the file named for it), at most one active run, times in order and not in the
+    future, one text per policy id, every rule id from its record type's vocabulary, refusals
+    consistent with the state they claim, the hash chain intact in each chained part, and, with
+    ``checks.key``, every mac of each keyed part. ``checks.strict`` makes an open run, a torn tail and
+    an empty file violations. Without ``checks``, ``key``, ``seal`` and ``strict`` make them. Only the
+    first ``max_reported`` violations are kept; all are counted.
     """
-    verifier = Verifier(key=key, seal=seal, max_reported=max_reported)
+    checks = checks or Checks(key=key, seal=seal, strict=strict)
+    verifier = Verifier(checks, max_reported=max_reported)
     for lineno, raw in lines:
         verifier.feed(lineno, raw)
-    return verifier.finish(torn_tail=torn_tail, strict=strict)
+    return verifier.finish(torn_tail=torn_tail)

@@ -132,7 +132,7 @@ def _ledger(terminal_fields: dict[str, Any]) -> list[tuple[int, bytes]]:
         record(RecordType.LOOP_ARMED, recorded_at=at, session_id="s", requested=1, resume=False,
                rule="admit.ok", next="next.ok", **run),
         record(RecordType.TICK_SCHEDULED, recorded_at=at, session_id="s", step=1, rule="next.ok",
-               dueAt="2026-11-30T00:00:00.000Z", delayMs=0, **run),
+               dueAt="2026-11-30T00:00:00.000Z", **run),
         record(RecordType.TICK_ENQUEUED, recorded_at=at, session_id="s", step=1, **run),
         record(RecordType.TICK_TERMINAL, recorded_at=at, session_id="s", step=1, status="completed",
                **run, **terminal_fields),

@@ -23,6 +23,10 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "mac_mismatch": {"key": GOLDEN_KEY},
     "record_too_large": {"max_record_bytes": 2048},
     "seal_mismatch": {"seal": Seal.parse((GOLDEN / "seal_mismatch.seal").read_text())},
+    "empty": {"strict": True},
+    "unchained": {"require_chain": True},
+    "unkeyed": {"key": GOLDEN_KEY, "require_key": True},
+    "session_file": {"file_name": "session-other.jsonl"},
 }
 
 
@@ -99,10 +103,14 @@ def test_valid_golden_ledger_verifies_with_its_chain() -> None:
     report, _ = verify_file(GOLDEN / "valid.jsonl")
     assert report.ok, report.violations
     assert report.chained
-    assert report.summary() == "ok: 17 records, 2 runs, 4 time steps enqueued, hash chain intact"
-    unchained, _ = verify_file(GOLDEN / "valid_unchained.jsonl")
+    assert report.summary() == (
+        "ok: 17 records, 2 runs, 4 time steps enqueued, session 'golden', hash chain intact, no macs, "
+        "file name not checked (not a session file name)"
+    )
+    unchained, _ = verify_file(GOLDEN / "valid_unchained.jsonl", file_name="session-golden.jsonl")
     assert unchained.ok
     assert not unchained.chained
+    assert unchained.summary().endswith("session 'golden', no hash chain, no macs")
 
 
 @pytest.mark.parametrize("name", VIOLATIONS)
@@ -115,7 +123,8 @@ def test_each_golden_violation_is_reported_with_its_rule(name: str) -> None:
 
 def test_golden_set_covers_every_invariant() -> None:
     """There is a golden ledger for every rule verify can report, and none for a rule it cannot."""
-    source = (Path(__file__).parents[3] / "src/tickloop/protocol/verify.py").read_text()
+    protocol = Path(__file__).parents[3] / "src/tickloop/protocol"
+    source = "".join(path.read_text() for path in sorted(protocol.glob("*.py")))
     rules = {part.split('"')[0] for part in source.split('"verify.')[1:]}
     assert rules == set(VIOLATIONS)
 
@@ -135,11 +144,32 @@ def test_torn_tail_is_reported_not_fatal() -> None:
     assert read.torn_tail.startswith(b'{"schema"')
 
 
-def test_concurrent_verify_of_records_is_independent_of_dict_order() -> None:
-    """Key order in a hand-written ledger does not matter to verify (only canonical bytes do to the chain)."""
+def test_another_key_order_is_noncanonical_on_every_line() -> None:
+    """A hand-written ledger in another key order is not the canonical form: each line is named."""
     lines = (GOLDEN / "valid_unchained.jsonl").read_bytes().splitlines()
     shuffled = [json.dumps(dict(reversed(list(json.loads(x).items())))).encode() for x in lines]
     from tickloop.protocol.verify import verify  # noqa: PLC0415
 
-    assert verify(enumerate(shuffled, start=1)).ok
+    report = verify(enumerate(shuffled, start=1))
+    assert [(v.line, v.rule) for v in report.violations] == [(i, "verify.noncanonical") for i in range(1, 18)]
     assert read_ledger(GOLDEN / "valid.jsonl").records()[0]["type"] == "loop_armed"
+
+
+def test_every_field_the_tick_plugin_writes_is_in_the_schema() -> None:
+    """A field the writer can put in a record is one verify knows (never reported noncanonical)."""
+    import ast  # noqa: PLC0415
+
+    from tickloop.protocol.ledger import FIELDS  # noqa: PLC0415
+
+    source = Path(__file__).parents[3] / "src/tickloop/harness/tick_plugin.py"
+    written = {
+        keyword.arg
+        for node in ast.walk(ast.parse(source.read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in {"_write_run", "_write", "_close"}
+        for keyword in node.keywords
+        if keyword.arg is not None
+    }
+    assert {"requested", "dueAt", "status", "steps", "tokens"} <= written
+    assert written <= FIELDS
