@@ -1,7 +1,7 @@
 """The dashboard's Starlette application: thin routes over ``tickloop.web.pages``.
 
-The guards every route passes (host, session, origin, CSRF), the login and the security headers
-live in ``tickloop.web.guard``; this module holds the pages and the live-update stream.
+The guards every route passes (host, session, origin, CSRF), the login and the security
+headers live in ``tickloop.web.guard``; this module holds the pages and the live-update stream.
 """
 
 from __future__ import annotations
@@ -13,19 +13,18 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import quote
 
-import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tickloop.errors import NotFoundError, TickloopError
 from tickloop.operator.store.base import Store
-from tickloop.web import pages
+from tickloop.web import pages, proposals
 from tickloop.web.auth import Session
-from tickloop.web.guard import HERE, SESSION_COOKIE, Guards, SecurityHeaders, WebConfig
+from tickloop.web.guard import HERE, SESSION_COOKIE, BodyLimit, Guards, SecurityHeaders, WebConfig
 
 __all__ = ["SESSION_COOKIE", "Dashboard", "WebConfig", "create_app"]
 
@@ -42,6 +41,8 @@ class Dashboard(Guards):
         #: the newest fingerprint per profile set, shared by every open event stream
         self._marks: dict[tuple[str, ...], tuple[float, tuple[str, dict[str, int]]]] = {}
         self._marks_lock = asyncio.Lock()
+        #: live-update streams open now (the event loop is one thread: a plain counter)
+        self.streams = 0
 
     # -- reading -------------------------------------------------------------------------------------
 
@@ -83,7 +84,7 @@ class Dashboard(Guards):
                 **context,
             )
 
-        response: Response = await anyio.to_thread.run_sync(work)
+        response: Response = await self.read(work)
         return response
 
     # -- pages ---------------------------------------------------------------------------------------
@@ -110,29 +111,38 @@ class Dashboard(Guards):
         return await self.show(request, session, "overview.html", "overview", read)
 
     async def approvals(self, request: Request, session: Session) -> Response:
+        after = _number(request.query_params.get("after", "0"))
+        decided = request.query_params.get("decided")
+
         def read(profile: str) -> dict[str, Any]:
-            view = pages.approvals_page(self.store, profile)
+            view = proposals.approvals_page(
+                self.store, profile, after=after, decided=None if decided is None else _number(decided)
+            )
             return {"view": view, "waiting": view.total}
 
         return await self.show(request, session, "approvals.html", "approvals", read)
 
     async def decide(self, request: Request, _session: Session) -> Response:
+        """Record the person's decision, then show the next waiting card; a retry is safe."""
         intent_id = int(request.path_params["intent_id"])
         fields: dict[str, str] = request.state.form
         choice = fields.get("decision")
         if choice not in {"approve", "deny"}:
             return self.problem(request, 400, "The form must say approve or deny.")
-        approve = choice == "approve"
+        if fields.get("intent", str(intent_id)) != str(intent_id):
+            return self.problem(request, 400, "The form names another intent than its address.")
         note = fields.get("note", "")
         now = self.config.clock()
 
         def work() -> str:
             profile = self.profile_of(request)
-            pages.decide(self.store, profile, intent_id, approve=approve, note=note, now=now)
+            proposals.decide(self.store, profile, intent_id, approve=choice == "approve", note=note, now=now)
             return profile
 
-        profile = await anyio.to_thread.run_sync(work)
-        return RedirectResponse(f"/p/{quote(profile, safe='')}/intents/{intent_id}", status_code=303)
+        profile = await self.read(work)
+        return RedirectResponse(
+            f"/p/{quote(profile, safe='')}/approvals?decided={intent_id}", status_code=303
+        )
 
     async def board(self, request: Request, session: Session) -> Response:
         return await self.show(
@@ -177,7 +187,7 @@ class Dashboard(Guards):
             session,
             "intent.html",
             "intents",
-            lambda profile: {"view": pages.intent_page(self.store, profile, intent_id)},
+            lambda profile: {"view": proposals.intent_page(self.store, profile, intent_id)},
         )
 
     async def attention(self, request: Request, session: Session) -> Response:
@@ -226,31 +236,58 @@ class Dashboard(Guards):
             return value
 
     async def events(self, request: Request, session: Session) -> Response:
-        """Server-Sent Events: ``hello`` at once, then ``change`` whenever the fingerprint moves."""
+        """Server-Sent Events: ``hello`` at once, then ``change`` whenever the fingerprint moves.
+        ``?once=1`` answers one JSON reading instead (the page's poll when streams are full);
+        past ``max_streams`` open streams a new one gets 503 and the page falls back to that poll."""
         profiles = await self.read(self.profiles)
+        if request.query_params.get("once"):
+            mark, waiting = await self.fingerprint(profiles)
+            return JSONResponse({"mark": mark, "waiting": waiting, "total": sum(waiting.values())})
+        if self.streams >= self.config.max_streams:
+            busy = Response("too many live-update streams; poll instead", status_code=503)
+            busy.headers["retry-after"] = str(int(self.config.fallback_poll_s))
+            return busy
+        self.streams += 1
+        return _Counted(self, self.stream(request, session, profiles))
 
-        async def stream() -> AsyncIterator[str]:
-            last = ""
-            quiet = 0.0
-            while not await request.is_disconnected():
-                if self.sessions.get(session.id, now=self.config.clock()) is None:
-                    return  # logged out or expired: the stream ends with the session
-                mark, waiting = await self.fingerprint(profiles)
-                if mark != last:
-                    kind = "hello" if not last else "change"
-                    last = mark
-                    quiet = 0.0
-                    data = json.dumps({"waiting": waiting, "total": sum(waiting.values())})
-                    yield f"event: {kind}\ndata: {data}\n\n"
-                elif quiet >= 15:
-                    quiet = 0.0
-                    yield ": keep-alive\n\n"
-                await asyncio.sleep(self.config.poll_s)
-                quiet += self.config.poll_s
+    async def stream(self, request: Request, session: Session, profiles: list[str]) -> AsyncIterator[str]:
+        """One open stream's events, until the client leaves or the session ends."""
+        last = ""
+        quiet = 0.0
+        while not await request.is_disconnected():
+            if self.sessions.get(session.id, now=self.config.clock()) is None:
+                return  # logged out or expired: the stream ends with the session
+            mark, waiting = await self.fingerprint(profiles)
+            if mark != last:
+                kind = "hello" if not last else "change"
+                last = mark
+                quiet = 0.0
+                data = json.dumps({"waiting": waiting, "total": sum(waiting.values())})
+                yield f"event: {kind}\ndata: {data}\n\n"
+            elif quiet >= 15:
+                quiet = 0.0
+                yield ": keep-alive\n\n"
+            await asyncio.sleep(self.config.poll_s)
+            quiet += self.config.poll_s
 
-        return StreamingResponse(
-            stream(), media_type="text/event-stream", headers={"x-accel-buffering": "no"}
-        )
+
+class _Counted(StreamingResponse):
+    """An event stream that counts itself open until it ends, however it ends."""
+
+    def __init__(self, board: Dashboard, events: AsyncIterator[str]) -> None:
+        super().__init__(events, media_type="text/event-stream", headers={"x-accel-buffering": "no"})
+        self.board = board
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.board.streams -= 1
+
+
+def _number(text: str) -> int:
+    """A query's id (``after``, ``decided``): digits within 64 bits, else 0."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else 0
 
 
 def create_app(store: Store, config: WebConfig) -> tuple[ASGIApp, Dashboard]:
@@ -277,4 +314,4 @@ def create_app(store: Store, config: WebConfig) -> tuple[ASGIApp, Dashboard]:
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
     app = Starlette(routes=routes)
-    return SecurityHeaders(app), board
+    return SecurityHeaders(BodyLimit(app)), board

@@ -16,13 +16,16 @@ terminal escape sequence shows as text.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
+import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 import anyio.to_thread
 import jinja2
@@ -31,14 +34,19 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tickloop.config import Settings
-from tickloop.errors import ConflictError, NotFoundError
+from tickloop.errors import ConflictError, NotFoundError, ValidationError
 from tickloop.inert import inert
 from tickloop.web.auth import RateLimit, Session, Sessions, TokenStore, csrf_ok
 
 HERE = Path(__file__).parent
 SESSION_COOKIE = "tl_session"
 PRE_COOKIE = "tl_pre"  #: the login form's CSRF token, before there is a session
-MAX_FORM = 64 * 1024
+NEXT_COOKIE = "tl_next"  #: where a browser sent to log in was going
+MAX_FORM = 64 * 1024  #: the largest request body any route accepts
+MAX_FIELDS = 50  #: form fields at most (ours have four)
+MAX_NEXT = 2000  #: the longest deep link kept across login
+MALFORMED = "Refused: the form is malformed (a NUL character, or more fields than ours)."
+LOCKED_PAUSE_S = 1.0  #: how long a client past the failed-login limit waits for each answer
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
@@ -64,7 +72,12 @@ class WebConfig:
     state_dir: Path
     allowed_hosts: set[str]  #: Host header values accepted, e.g. ``127.0.0.1:8765``
     tls: bool = False
+    public_origin: str = ""  #: the Origin of ``--public-url`` (a proxy's https:// in front of us)
+    secure_cookies: bool = False  #: the browser reaches us over TLS (ours, or a proxy's)
+    store_timeout_s: float = 3.0  #: a store call from a page gives up after this long
     poll_s: float = 1.0
+    max_streams: int = 32  #: open live-update streams at most; past it a page polls every ``fallback_poll_s``
+    fallback_poll_s: float = 10.0
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
 
@@ -116,8 +129,13 @@ class Guards:
         self.env = _environment()
 
     async def read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run a blocking store call off the event loop."""
-        return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+        """Run a blocking store call off the event loop, for at most ``store_timeout_s``: past it the
+        call is abandoned (its thread finishes on its own) and ``StoreSlow`` says so."""
+        try:
+            with anyio.fail_after(self.config.store_timeout_s):
+                return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs), abandon_on_cancel=True)
+        except TimeoutError:
+            raise StoreSlow(self.config.store_timeout_s) from None
 
     def render(self, name: str, request: Request, status: int = 200, **context: Any) -> HTMLResponse:
         base: dict[str, Any] = {
@@ -128,6 +146,7 @@ class Guards:
             "nav": "",
             "waiting": None,
             "live": False,
+            "fallback_poll": int(self.config.fallback_poll_s),
         }
         html = self.env.get_template(name).render({**base, **context, "path": request.url.path})
         return HTMLResponse(html, status_code=status)
@@ -136,7 +155,7 @@ class Guards:
         return self.render("problem.html", request, status=status, status_code=status, message=message)
 
     def host_ok(self, request: Request) -> bool:
-        return request.headers.get("host", "") in self.config.allowed_hosts
+        return request.headers.get("host", "").lower() in self.config.allowed_hosts
 
     def origin_ok(self, request: Request) -> bool:
         """A POST from our own page. Browsers say where it came from in ``Sec-Fetch-Site`` and
@@ -152,29 +171,39 @@ class Guards:
         if origin == "null":
             return site == "same-origin"
         scheme = "https" if self.config.tls else "http"
-        return origin == f"{scheme}://{request.headers.get('host', '')}"
+        own = f"{scheme}://{request.headers.get('host', '')}"
+        return origin in {own, self.config.public_origin} and origin != ""
 
-    async def form(self, request: Request) -> dict[str, str]:
-        body = await request.body()
-        if len(body) > MAX_FORM:
-            return {}
-        parsed = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
-        return {k: v[0] for k, v in parsed.items()}
+    async def form(self, request: Request) -> dict[str, str] | None:
+        """The urlencoded form (``BodyLimit`` already bounded it), the first value of each field;
+        None for a form that is not one (too many fields, a NUL anywhere)."""
+        text = (await request.body()).decode("utf-8", "replace")
+        try:
+            parsed = parse_qs(text, keep_blank_values=True, max_num_fields=MAX_FIELDS)
+        except ValueError:
+            return None
+        fields = {k: v[0] for k, v in parsed.items()}
+        return None if any("\x00" in k or "\x00" in v for k, v in fields.items()) else fields
 
     async def refusal(self, request: Request, session: Session | None) -> Response | None:
         """Why this request may not proceed (host, session, origin, CSRF), or None."""
         if not self.host_ok(request):
             return Response("unknown host", status_code=400)
         if session is None and request.method == "GET":
-            return RedirectResponse("/login", status_code=303)
+            return self.to_login(request)
         if session is None:
             return self.problem(request, 403, "You are not logged in.")
-        if request.method != "POST":
-            return None
+        return None if request.method != "POST" else await self.post_refusal(request, session)
+
+    async def post_refusal(self, request: Request, session: Session) -> Response | None:
+        """Why this POST may not proceed (origin, malformed form, CSRF), or None; keeps the form."""
+        if not self.origin_ok(request):
+            return self.problem(request, 403, "Refused: the request came from another site.")
         fields = await self.form(request)
-        if not self.origin_ok(request) or not csrf_ok(session.csrf, fields.get("csrf")):
-            why = "came from another site" if not self.origin_ok(request) else "has no valid CSRF token"
-            return self.problem(request, 403, f"Refused: the request {why}.")
+        if fields is None:
+            return self.problem(request, 400, MALFORMED)
+        if not csrf_ok(session.csrf, fields.get("csrf")):
+            return self.problem(request, 403, "Refused: the request has no valid CSRF token.")
         request.state.form = fields
         return None
 
@@ -184,14 +213,45 @@ class Guards:
             refused = await self.refusal(request, session)
             if refused is not None or session is None:
                 return refused or self.problem(request, 403, "You are not logged in.")
-            try:
-                return await handler(request, session)
-            except NotFoundError as exc:
-                return self.problem(request, 404, exc.message)
-            except ConflictError as exc:
-                return self.problem(request, 409, exc.message)
+            return await self.answer(handler, request, session)
 
         return endpoint
+
+    async def answer(self, handler: Handler, request: Request, session: Session) -> Response:
+        """The handler's response, or a page that says in words what went wrong (never a bare 500)."""
+        try:
+            return await handler(request, session)
+        except (NotFoundError, ConflictError, ValidationError) as exc:
+            status = 404 if isinstance(exc, NotFoundError) else 409 if isinstance(exc, ConflictError) else 400
+            return self.problem(request, status, exc.message if status != 400 else f"Refused: {exc.message}")
+        except StoreSlow as exc:
+            return self.unavailable(request, f"The store did not answer within {exc.seconds:g} s.")
+        except Exception as exc:  # noqa: BLE001  (a store that is down: say so, and log the cause)
+            traceback.print_exception(exc, file=sys.stderr)
+            return self.unavailable(request, f"The store failed: {type(exc).__name__}.")
+
+    def unavailable(self, request: Request, why: str) -> Response:
+        what = "Not recorded — try again" if request.method == "POST" else "Nothing to show — try again"
+        response = self.problem(request, 503, f"{why} {what}; a retry never records a decision twice.")
+        response.headers["retry-after"] = "3"
+        return response
+
+    def to_login(self, request: Request) -> Response:
+        """Send a browser without a session to the login form, keeping where it was going."""
+        response = RedirectResponse("/login", status_code=303)
+        wanted = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        if safe_next(wanted) and wanted != "/":
+            response = RedirectResponse(f"/login?next={quote(wanted, safe='')}", status_code=303)
+            response.set_cookie(
+                NEXT_COOKIE,
+                wanted,
+                max_age=600,
+                httponly=True,
+                samesite="lax",
+                secure=self.config.tls or self.config.secure_cookies,
+                path="/login",
+            )
+        return response
 
     # -- login ---------------------------------------------------------------------------------------
 
@@ -199,49 +259,74 @@ class Guards:
         if not self.host_ok(request):
             return Response("unknown host", status_code=400)
         pre = request.cookies.get(PRE_COOKIE) or _token()
-        response = self.render("login.html", request, token=request.query_params.get("token", ""), pre=pre)
+        wanted = request.query_params.get("next", "")
+        response = self.render(
+            "login.html",
+            request,
+            token=request.query_params.get("token", ""),
+            pre=pre,
+            next=wanted if safe_next(wanted) else "",
+        )
         response.set_cookie(
             PRE_COOKIE,
             pre,
             max_age=600,
             httponly=True,
             samesite="strict",
-            secure=self.config.tls,
+            secure=self.config.tls or self.config.secure_cookies,
             path="/login",
         )
         return response
 
     async def login(self, request: Request) -> Response:
-        if not self.host_ok(request):
-            return Response("unknown host", status_code=400)
+        """A correct token always opens a session, however many guesses failed before it (the token
+        has 256 bits); failures only earn the guesser a 429 and a pause."""
+        fields = await self.login_form_fields(request)
+        if isinstance(fields, Response):
+            return fields
         now = self.config.clock()
         client = request.client.host if request.client else "?"
+        token = fields.get("token", "").strip()
+        if token and await self.read(self.tokens.consume, token, now=now):
+            return self.logged_in(request, fields, now=now)
+        self.limit.failed(client, now=now)
         wait = self.limit.blocked(client, now=now)
-        if wait is not None:
-            slow = self.problem(request, 429, "Too many failed logins. Wait, then try again.")
-            slow.headers["retry-after"] = str(max(1, int(wait.total_seconds())))
-            return slow
+        if wait is None:
+            return self.problem(request, 403, "That login token is wrong, used or expired.")
+        await asyncio.sleep(LOCKED_PAUSE_S)
+        slow = self.problem(request, 429, "Too many failed logins from here. Wait, then try again.")
+        slow.headers["retry-after"] = str(max(1, int(wait.total_seconds())))
+        return slow
+
+    async def login_form_fields(self, request: Request) -> dict[str, str] | Response:
+        """The login form's fields, or why it is refused (host, origin, malformed, CSRF)."""
+        if not self.host_ok(request):
+            return Response("unknown host", status_code=400)
         if not self.origin_ok(request):
             return self.problem(request, 403, "Refused: the request came from another site.")
         fields = await self.form(request)
+        if fields is None:
+            return self.problem(request, 400, MALFORMED)
         if not csrf_ok(request.cookies.get(PRE_COOKIE, ""), fields.get("csrf")):
             return self.problem(request, 403, "Refused: the form's CSRF token is missing or wrong.")
-        token = fields.get("token", "").strip()
-        if not token or not await self.read(self.tokens.consume, token, now=now):
-            self.limit.failed(client, now=now)
-            return self.problem(request, 403, "That login token is wrong, used or expired.")
+        return fields
+
+    def logged_in(self, request: Request, fields: dict[str, str], *, now: datetime) -> Response:
+        """The new session's cookie, and on to where the browser was going (a path of ours only)."""
+        wanted = fields.get("next") or request.cookies.get(NEXT_COOKIE, "")
         session = self.sessions.start(now=now)
-        response = RedirectResponse("/", status_code=303)
+        response = RedirectResponse(wanted if safe_next(wanted) else "/", status_code=303)
         response.set_cookie(
             SESSION_COOKIE,
             session.id,
             max_age=int(self.sessions.ttl.total_seconds()),
             httponly=True,
             samesite="strict",
-            secure=self.config.tls,
+            secure=self.config.tls or self.config.secure_cookies,
             path="/",
         )
         response.delete_cookie(PRE_COOKIE, path="/login")
+        response.delete_cookie(NEXT_COOKIE, path="/login")
         return response
 
     async def logout(self, _request: Request, session: Session) -> Response:
@@ -249,6 +334,77 @@ class Guards:
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response
+
+
+def safe_next(path: str) -> bool:
+    """A place of ours to go after login: a local path, never another site (``//host``, ``/\\host``)."""
+    return (
+        path.startswith("/")
+        and not path.startswith(("//", "/\\"))
+        and len(path) <= MAX_NEXT
+        and all(" " < c < "\x7f" for c in path)
+        and not path.startswith(("/login", "/logout", "/events", "/static"))
+    )
+
+
+class StoreSlow(Exception):  # noqa: N818  (a condition, not a bug)
+    """The store did not answer in time."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the store did not answer within {seconds:g} s")
+        self.seconds = seconds
+
+
+class BodyLimit:
+    """Refuses a request body over ``limit`` bytes before reading it (a declared length) or as soon
+    as it passes the limit (a chunked one), on every route: memory stays bounded whoever asks."""
+
+    def __init__(self, app: ASGIApp, limit: int = MAX_FORM) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.limit):
+            await self.refuse(scope, receive, send)
+            return
+        body = await self.take(receive)
+        if body is None:
+            await self.refuse(scope, receive, send)
+            return
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def take(self, receive: Receive) -> bytes | None:
+        """The whole body, or None once it passes the limit (or the client leaves)."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    async def refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        text = f"Refused: the request body is larger than {self.limit // 1024} KiB."
+        await Response(text, status_code=413, headers={"connection": "close"})(scope, receive, send)
 
 
 def _token() -> str:

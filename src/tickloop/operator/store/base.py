@@ -464,6 +464,26 @@ class Store(ABC):
     def latest_state_of_play(self, profile: str) -> StateOfPlay | None:
         """The newest summary, or None."""
 
+    # -- the dashboard's reads ------------------------------------------------------------------------
+
+    @abstractmethod
+    def count_intents(self, profile: str, *, status: IntentStatus | None = None) -> int:
+        """How many intents the profile has (at ``status``): a COUNT, never a capped list's length."""
+
+    @abstractmethod
+    def intent_mark(self, profile: str, status: IntentStatus) -> tuple[int, int]:
+        """How many intents are at ``status``, and the newest one's id (0 for none), in one read."""
+
+    @abstractmethod
+    def intents_oldest(
+        self, profile: str, *, status: IntentStatus, after: int = 0, limit: int = 20
+    ) -> list[Intent]:
+        """The intents at ``status`` with an id above ``after``, oldest first (keyset paging)."""
+
+    @abstractmethod
+    def observations_by_id(self, profile: str, ids: Sequence[int]) -> list[Observation]:
+        """The profile's observations with these ids (unknown ids are skipped), oldest first."""
+
     # -- retention ----------------------------------------------------------------------------------
 
     @abstractmethod

@@ -312,3 +312,18 @@ DELETE FROM states_of_play
 WHERE profile = :profile AND created_at < :before
   AND id NOT IN (SELECT id FROM (SELECT id FROM states_of_play WHERE profile = :profile
                                  ORDER BY id DESC LIMIT :keep) AS newest);
+
+-- The dashboard's reads: true counts, and lists that page through every row.
+
+-- name: count_intents
+SELECT COUNT(*) AS n FROM intents WHERE profile = :profile;
+
+-- name: count_intents_by_status
+-- Along intents_status: the count reads the index, not the rows.
+-- Also the newest id at that status: the live-refresh fingerprint moves when the set does.
+SELECT COUNT(*) AS n, COALESCE(MAX(id), 0) AS newest FROM intents WHERE profile = :profile AND status = :status;
+
+-- name: intents_oldest_by_status
+-- The approvals page: oldest first, a page after the last id shown (keyset paging reaches every row).
+SELECT * FROM intents WHERE profile = :profile AND status = :status AND id > :after
+ORDER BY id LIMIT :limit;

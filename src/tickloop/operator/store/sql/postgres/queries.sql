@@ -139,3 +139,9 @@ WHERE x.no_progress_streak >= :min_streak OR x.board_unchanged_ticks >= :min_boa
    OR x.newest_raw <= :silent_before OR NOT x.has_active_goal
    OR x.profile IN (SELECT profile FROM monitor_conditions WHERE active = TRUE)
 ORDER BY x.profile;
+
+-- name: observations_by_id
+-- The observations an intent recorded it was fed by (ids as a JSON array).
+SELECT * FROM observations
+WHERE profile = :profile AND id IN (SELECT value::bigint FROM jsonb_array_elements_text(CAST(:ids AS jsonb)))
+ORDER BY observed_at, id;
