@@ -289,8 +289,8 @@ class Guards:
         token = fields.get("token", "").strip()
         if token and await self.read(self.tokens.consume, token, now=now):
             return self.logged_in(request, fields, now=now)
-        self.limit.failed(client, now=now)
         wait = self.limit.blocked(client, now=now)
+        self.limit.failed(client, now=now)
         if wait is None:
             return self.problem(request, 403, "That login token is wrong, used or expired.")
         await asyncio.sleep(LOCKED_PAUSE_S)
