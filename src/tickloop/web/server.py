@@ -64,7 +64,10 @@ class Exposure:
 
 def check_public_url(url: str, *, insecure_http: bool) -> None:
     """A public URL is ``https://host[:port]`` (``http://`` only with ``--insecure-http``), no path."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unbalanced [ ] around an IPv6 address
+        parts = urlsplit("")
     if parts.scheme not in {"http", "https"} or not parts.hostname or not url.isprintable() or " " in url:
         raise ConfigError(f"--public-url {url!r} must be an address like https://host or https://host:8443")
     if parts.username or parts.password or parts.query or parts.fragment or parts.path not in {"", "/"}:

@@ -110,3 +110,17 @@ def test_a_decision_on_an_intent_decided_elsewhere_is_refused_in_words(
     context.close()
     with world.store() as store:
         assert store.get_intent(P, first).status is IntentStatus.APPROVED
+
+
+def test_a_deep_link_survives_login(tmp_path: Path, sqlite_url: str, sink: MailSink, page: Page) -> None:
+    """A notice's link to intent N, opened without a session, goes to the login form; logging in
+    with the one-time URL lands on intent N, not the overview."""
+    world, intent_id = staged_world(tmp_path, sqlite_url, sink)
+    with dashboard(world) as web:
+        page.goto(f"{web.base}/p/{P}/intents/{intent_id}")
+        expect(page).to_have_url(re.compile(r"/login\?next="))
+        page.goto(web.login_url)
+        page.get_by_role("button", name="Log in").click()
+        expect(page).to_have_url(re.compile(rf"/p/{P}/intents/{intent_id}$"))
+        expect(page.locator("#intent-status")).to_have_text("requires_approval")
+        expect(page.locator(".mail-body")).to_contain_text("Draft attached.")
