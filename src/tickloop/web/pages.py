@@ -40,6 +40,7 @@ class OverviewPage:
     status: Overview
     attention_budget: int
     waiting: int
+    monitor_ran: bool  #: False while the stall monitor has recorded no condition: not "all clear"
 
 
 def overview_page(store: Store, profile: str, settings: Settings, *, now: datetime) -> OverviewPage:
@@ -48,7 +49,8 @@ def overview_page(store: Store, profile: str, settings: Settings, *, now: dateti
 
     status = overview(store, profile, now=now)
     budget = attention_settings(settings, store, profile).budget_per_day
-    return OverviewPage(status, budget, store.count_intents(profile, status=IntentStatus.REQUIRES_APPROVAL))
+    waiting = store.count_intents(profile, status=IntentStatus.REQUIRES_APPROVAL)
+    return OverviewPage(status, budget, waiting, bool(store.list_conditions([profile])))
 
 
 # -- board and plan ----------------------------------------------------------------------------------

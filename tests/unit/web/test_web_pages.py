@@ -80,6 +80,16 @@ def test_overview_shows_goal_step_last_ticks_waiting_and_attention_against_the_b
     assert view.status.last_ticks["fast"].outcome is Outcome.GATE_STOP
     assert view.status.last_ticks["observe"] is None
     assert (view.waiting, view.attention_budget) == (1, 3)
+    assert not view.monitor_ran  # before the stall monitor's first pass: "never ran", not green
+
+
+def test_the_monitor_card_says_never_ran_until_the_monitor_recorded_a_condition(store: Store) -> None:
+    """Without any condition the monitor recorded, the card is not green; once one is, it shows them."""
+    assert not pages.overview_page(store, P, Settings(), now=NOW).monitor_ran
+    store.put_condition(P, "stuck", active=False, since=None, last_notified_at=None, now=NOW)
+    view = pages.overview_page(store, P, Settings(), now=NOW)
+    assert view.monitor_ran
+    assert not any(view.status.conditions.values())
 
 
 def test_approvals_show_the_plan_step_and_only_the_observations_recorded_with_the_intent(
