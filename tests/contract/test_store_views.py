@@ -58,45 +58,113 @@ def test_observations_by_id_returns_the_named_ones_of_that_profile_only(store: S
     assert store.observations_by_id("p", []) == []
 
 
+def test_search_covers_every_intent_and_the_filters_work_in_sql(store: Store) -> None:
+    """A word in the oldest of many titles is found; type, status, several words (any order) and
+    LIKE's own characters taken literally; pages below an id."""
+    waiting(store, "p", 3)
+    store.stage_intent("p", NewIntent("purchase", "Buy 100% cotton_shirt", ""), now=NOW)
+    oldest = store.search_intents("p", words=["mail", "0"])
+    assert [i.title for i in oldest] == ["mail 0"]
+    assert [i.title for i in store.search_intents("p", words=["100%"])] == ["Buy 100% cotton_shirt"]
+    assert store.search_intents("p", words=["1000%"]) == []
+    assert store.search_intents("p", words=["o_t"]) == []  # _ is not a wildcard ("cotton" has "ott")
+    assert [i.title for i in store.search_intents("p", words=["SHIRT", "buy"])] == ["Buy 100% cotton_shirt"]
+    assert len(store.search_intents("p", action_type="email")) == 3
+    assert len(store.search_intents("p", status=WAITING)) == 3
+    assert len(store.search_intents("p", status=IntentStatus.PROPOSED)) == 1
+    newest_first = store.search_intents("p", action_type="email")
+    below = store.search_intents("p", action_type="email", before=newest_first[0].id, limit=1)
+    assert [i.id for i in below] == [newest_first[1].id]
+
+
+def test_progress_filters_every_row_by_kind_and_outcome(store: Store) -> None:
+    """The oldest failed fast row is found behind many newer rows of other outcomes."""
+    from datetime import timedelta  # noqa: PLC0415
+
+    from tickloop.operator.domain import NewProgress, Outcome  # noqa: PLC0415
+
+    store.record_progress("p", NewProgress("fast", Outcome.FAILED, NOW, NOW + timedelta(seconds=1)))
+    for i in range(30):
+        at = NOW + timedelta(minutes=i + 1)
+        store.record_progress("p", NewProgress("observe", Outcome.FAILED, at, at))
+        store.record_progress("p", NewProgress("fast", Outcome.DONE, at, at))
+    [row] = store.progress_filtered("p", tick_kind="fast", outcome="failed", limit=200)
+    assert row.started_at == NOW
+    assert len(store.progress_filtered("p", outcome="failed", limit=200)) == 31
+    assert len(store.progress_filtered("p", tick_kind="fast", limit=200)) == 31
+    assert len(store.progress_filtered("p", limit=10)) == 10
+
+
 #: either index serves a read of the waiting intents (SQLite picks by its statistics)
 WAITING_INDEXES = ("intents_status", "intents_waiting")
+NEWEST = 2**63 - 1
+WORDS = {"p1": "%x%", "p2": "%", "p3": "%"}
 PLANNED = {
-    # query name -> (parameters, the indexes its plan may use)
-    "count_intents_by_status": ({"profile": "p", "status": "requires_approval"}, WAITING_INDEXES),
+    # query name -> (table, parameters, the indexes its plan may use)
+    "count_intents_by_status": ("intents", {"profile": "p", "status": "requires_approval"}, WAITING_INDEXES),
     "intents_oldest_by_status": (
+        "intents",
         {"profile": "p", "status": "requires_approval", "after": 0, "limit": 20},
         WAITING_INDEXES,
+    ),
+    "search_intents": (
+        "intents",
+        {"profile": "p", "before": NEWEST, "action_type": "", "limit": 200, **WORDS},
+        ("intents_recent",),
+    ),
+    "search_intents_by_status": (
+        "intents",
+        {
+            "profile": "p",
+            "status": "blocked",
+            "before": NEWEST,
+            "action_type": "email",
+            "limit": 200,
+            **WORDS,
+        },
+        ("intents_status",),
+    ),
+    "progress_by_outcome": (
+        "progress",
+        {"profile": "p", "outcome": "failed", "limit": 200},
+        ("progress_outcome",),
+    ),
+    "progress_by_kind_outcome": (
+        "progress",
+        {"profile": "p", "tick_kind": "fast", "outcome": "failed", "limit": 200},
+        ("progress_kind_outcome",),
     ),
 }
 
 
 @pytest.mark.parametrize("name", sorted(PLANNED))
 def test_sqlite_plans_the_dashboard_reads_along_their_index(tmp_path: Path, name: str) -> None:
-    """EXPLAIN QUERY PLAN on a store of 1200 intents (50 waiting): the read searches an index."""
+    """EXPLAIN QUERY PLAN on 1200 intents (50 waiting) and 1200 progress rows: the read searches
+    an index of its own, never scans the table."""
     url = f"sqlite:///{tmp_path / 'store.db'}"
     with open_store(url) as store:
         assert isinstance(store, SQLiteStore)
         fill(store)
-    params, index = PLANNED[name]
+    table, params, indexes = PLANNED[name]
     with sqlite3.connect(tmp_path / "store.db") as conn:
         conn.execute("ANALYZE")
-        plan = " ".join(
-            r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + load_queries("sqlite")[name], params)
-        )
-    assert plan.startswith("SEARCH intents USING "), plan
-    assert any(f"INDEX {name} (profile=?" in plan for name in index), plan
+        found = conn.execute("EXPLAIN QUERY PLAN " + load_queries("sqlite")[name], params)
+        plan = " ".join(r[-1] for r in found)
+    assert plan.startswith(f"SEARCH {table} USING "), plan
+    assert any(f"INDEX {index} (profile=?" in plan for index in indexes), plan
     assert "SCAN" not in plan, plan
+    assert "TEMP B-TREE" not in plan, plan  # the index gives the order: no sort of every match
 
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("name", sorted(PLANNED))
 def test_postgres_plans_the_dashboard_reads_along_their_index(pg_url: str, name: str) -> None:
-    """EXPLAIN on PostgreSQL after ANALYZE: an index (or index-only) scan, never a Seq Scan on intents."""
+    """EXPLAIN on PostgreSQL after ANALYZE: an index (or index-only) scan, never a Seq Scan."""
     with open_store(pg_url) as store:
         fill(store)
-    params, _ = PLANNED[name]
+    table, params, _ = PLANNED[name]
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute("ANALYZE intents")
+        conn.execute(f"ANALYZE {table}")
         rows = conn.execute("EXPLAIN (FORMAT JSON) " + to_pyformat(load_queries("postgres")[name]), params)
         plan = json.dumps(rows.fetchone()[0])  # type: ignore[index]
     assert "Seq Scan" not in plan, plan
@@ -104,9 +172,18 @@ def test_postgres_plans_the_dashboard_reads_along_their_index(pg_url: str, name:
 
 
 def fill(store: Store) -> None:
-    """1200 intents of which the newest 50 wait: the shape where a scan of every intent would show."""
+    """1200 intents of which the newest 50 wait, and 1200 progress rows of several kinds and
+    outcomes: the shape where a scan of every row would show."""
+    from datetime import timedelta  # noqa: PLC0415
+
+    from tickloop.operator.domain import NewProgress, Outcome  # noqa: PLC0415
+
     store.create_profile("p", now=NOW)
     for i in range(1200):
         made = store.stage_intent("p", NewIntent("email", f"m{i}", "a@example.org"), now=NOW)
         verdict = Verdict.REQUIRES_APPROVAL if i >= 1150 else Verdict.BLOCKED
         store.record_verdict("p", made.id, verdict, ["gate"], now=NOW)
+        kind = ("observe", "fast", "executor")[i % 3]
+        outcome = Outcome.FAILED if i % 97 == 0 else Outcome.DONE
+        at = NOW + timedelta(seconds=i)
+        store.record_progress("p", NewProgress(kind, outcome, at, at))

@@ -175,6 +175,7 @@ class Dashboard(Guards):
                 status=q.get("status", ""),
                 action_type=q.get("type", ""),
                 query=q.get("q", ""),
+                before=_number(q.get("before", "")) or None,
             )
             return {"view": view}
 

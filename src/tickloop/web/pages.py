@@ -105,8 +105,10 @@ def timeline_page(
     kind = kind if kind in kinds else ""
     outcome = outcome if outcome in outcomes else ""
     newest = store.recent_progress(profile, limit=TIMELINE_ROWS)
-    source = newest if not kind else store.recent_progress(profile, limit=TIMELINE_ROWS, tick_kind=kind)
-    rows = [r for r in source if not outcome or r.outcome.value == outcome][:TABLE_ROWS]
+    if kind or outcome:
+        rows = store.progress_filtered(profile, tick_kind=kind, outcome=outcome, limit=TABLE_ROWS)
+    else:
+        rows = newest[:TABLE_ROWS]
     return TimelinePage(chart(newest, now=now), rows, kind, outcome, kinds, outcomes)
 
 
@@ -122,21 +124,31 @@ class IntentsPage:
     action_type: str
     query: str
     statuses: list[str]
+    older: int | None = None  #: the next page starts below this id; None on the last page
 
 
 def intents_page(
-    store: Store, profile: str, *, status: str = "", action_type: str = "", query: str = ""
+    store: Store,
+    profile: str,
+    *,
+    status: str = "",
+    action_type: str = "",
+    query: str = "",
+    before: int | None = None,
 ) -> IntentsPage:
+    """Every intent, newest first, a page of ``TABLE_ROWS`` below ``before``; the filters in SQL."""
     statuses = [s.value for s in IntentStatus]
     status = status if status in statuses else ""
-    found = store.list_intents(profile, status=IntentStatus(status) if status else None, limit=TABLE_ROWS * 5)
-    words = query.lower().split()
-    chosen = [
-        i
-        for i in found
-        if (not action_type or i.action_type == action_type) and all(w in i.title.lower() for w in words)
-    ][:TABLE_ROWS]
-    return IntentsPage(chosen, status, action_type, query, statuses)
+    found = store.search_intents(
+        profile,
+        status=IntentStatus(status) if status else None,
+        action_type=action_type.strip(),
+        words=query.split()[:3],
+        before=before,
+        limit=TABLE_ROWS + 1,
+    )
+    older = found[TABLE_ROWS - 1].id if len(found) > TABLE_ROWS else None
+    return IntentsPage(found[:TABLE_ROWS], status, action_type, query, statuses, older)
 
 
 # -- attention ---------------------------------------------------------------------------------------

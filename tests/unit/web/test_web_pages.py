@@ -321,3 +321,16 @@ def test_the_chart_keeps_every_mark_and_gap_inside_the_drawing(
     for (_, right), (nxt, _) in pairwise(edges):
         assert right <= nxt + 0.01
     assert all(g.x >= LEFT - 0.01 and g.w > 0 and g.x + g.w <= WIDTH for g in drawn.gaps)
+
+
+def test_the_intents_page_searches_every_intent_and_pages_below_the_last_one(store: Store) -> None:
+    """A title word found in the oldest of 450 intents (the page read only the newest 1000 before
+    filtering); 450 intents make three pages of at most 200, newest first, that reach every one."""
+    ids = [email(store, "needle" if n == 0 else f"hay {n}") for n in range(450)]
+    assert [i.id for i in pages.intents_page(store, P, query="NEEDLE").intents] == [ids[0]]
+    first = pages.intents_page(store, P)
+    second = pages.intents_page(store, P, before=first.older)
+    third = pages.intents_page(store, P, before=second.older)
+    seen = [i.id for i in first.intents + second.intents + third.intents]
+    assert seen == list(reversed(ids))
+    assert third.older is None

@@ -481,6 +481,26 @@ class Store(ABC):
         """The intents at ``status`` with an id above ``after``, oldest first (keyset paging)."""
 
     @abstractmethod
+    def search_intents(
+        self,
+        profile: str,
+        *,
+        status: IntentStatus | None = None,
+        action_type: str = "",
+        words: Sequence[str] = (),
+        before: int | None = None,
+        limit: int = 200,
+    ) -> list[Intent]:
+        """Every intent (not only the newest N) newest first below ``before``, by status, type and
+        up to three words its title contains (case-insensitive), in SQL along an index."""
+
+    @abstractmethod
+    def progress_filtered(
+        self, profile: str, *, tick_kind: str = "", outcome: str = "", limit: int = 200
+    ) -> list[ProgressRow]:
+        """The newest rows of this kind and/or outcome among every row, along an index."""
+
+    @abstractmethod
     def observations_by_id(self, profile: str, ids: Sequence[int]) -> list[Observation]:
         """The profile's observations with these ids (unknown ids are skipped), oldest first."""
 

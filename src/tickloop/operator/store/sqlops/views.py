@@ -5,9 +5,18 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from tickloop.operator.domain import Intent, IntentStatus, Observation
+from tickloop.operator.domain import Intent, IntentStatus, Observation, ProgressRow
 from tickloop.operator.store import _rows as rows
 from tickloop.operator.store.sqlops.base import SqlBase
+
+#: above every id: "before the newest"
+NEWEST = 2**63 - 1
+
+
+def like(word: str) -> str:
+    """A lowercase LIKE pattern for a title containing ``word`` (``%``, ``_`` and ``\\`` literal)."""
+    escaped = word.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
 
 
 class ViewOps(SqlBase):
@@ -34,6 +43,51 @@ class ViewOps(SqlBase):
                 "intents_oldest_by_status", profile=profile, status=status, after=after, limit=limit
             )
         return [rows.intent(r) for r in found]
+
+    def search_intents(
+        self,
+        profile: str,
+        *,
+        status: IntentStatus | None = None,
+        action_type: str = "",
+        words: Sequence[str] = (),
+        before: int | None = None,
+        limit: int = 200,
+    ) -> list[Intent]:
+        patterns = [like(w) for w in words[:3]] + ["%"] * (3 - len(words[:3]))
+        params = {
+            "profile": profile,
+            "action_type": action_type,
+            "before": NEWEST if before is None else before,
+            "limit": limit,
+            "p1": patterns[0],
+            "p2": patterns[1],
+            "p3": patterns[2],
+        }
+        with self._read() as tx:
+            if status is None:
+                found = tx.rows("search_intents", **params)
+            else:
+                found = tx.rows("search_intents_by_status", status=status, **params)
+        return [rows.intent(r) for r in found]
+
+    def progress_filtered(
+        self, profile: str, *, tick_kind: str = "", outcome: str = "", limit: int = 200
+    ) -> list[ProgressRow]:
+        if not outcome:
+            return self.recent_progress(profile, limit=limit, tick_kind=tick_kind or None)
+        with self._read() as tx:
+            if tick_kind:
+                found = tx.rows(
+                    "progress_by_kind_outcome",
+                    profile=profile,
+                    tick_kind=tick_kind,
+                    outcome=outcome,
+                    limit=limit,
+                )
+            else:
+                found = tx.rows("progress_by_outcome", profile=profile, outcome=outcome, limit=limit)
+        return [rows.progress(r) for r in found]
 
     def observations_by_id(self, profile: str, ids: Sequence[int]) -> list[Observation]:
         if not ids:
