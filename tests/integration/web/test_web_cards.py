@@ -9,7 +9,7 @@ from pathlib import Path
 
 from playwright.sync_api import Browser, Page, expect
 from test_web_browser import P, log_in, staged_world
-from web_helpers import PERSON, PHONE, MailSink, World, dashboard
+from web_helpers import ARTIFACTS, PERSON, PHONE, MailSink, World, dashboard
 
 from tickloop.operator import gate, staging
 from tickloop.operator.domain import IntentStatus
@@ -72,6 +72,11 @@ def test_an_approval_from_the_cli_never_moves_the_card_under_the_thumb(
         for each in (page, thumb):
             expect(each.locator("#changes")).to_have_text("1 changed — show", timeout=15_000)
         assert under_thumb(thumb) == before
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        thumb.screenshot(path=str(ARTIFACTS / "cards-frozen-phone.png"))
+        thumb.locator(f"#intent-{first}").scroll_into_view_if_needed()
+        thumb.screenshot(path=str(ARTIFACTS / "cards-gone-phone.png"))
+        thumb.locator(f"#intent-{others[0]}").scroll_into_view_if_needed()
         gone = thumb.locator(f"#intent-{first}")
         expect(gone).to_have_class(re.compile(r"\bgone\b"))
         expect(gone.get_by_role("button", name=f"Approve #{first}")).to_be_disabled()
