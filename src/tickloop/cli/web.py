@@ -8,10 +8,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from tickloop.cli.sessions import sessions_dir_option
+
+if TYPE_CHECKING:
+    from tickloop.web.server import Exposure
 
 
 @click.command()
@@ -82,7 +86,6 @@ def web(
     Prints a one-time login URL (only its hash is stored, 0600, in the state dir). Binds 127.0.0.1
     unless told otherwise; another host needs --allow-remote and TLS.
     """
-    from tickloop.errors import ConfigError  # noqa: PLC0415
     from tickloop.web import server  # noqa: PLC0415
 
     if profile is not None and all_profiles:
@@ -91,15 +94,11 @@ def web(
     if only_login:
         _print_login(folder, qr=qr)
         return
-    try:
-        from tickloop.web.app import WebConfig, create_app  # noqa: PLC0415
-    except ImportError as exc:
-        raise ConfigError(
-            f"tickloop web needs the `web` extra: pip install 'tickloop[web]' ({exc})"
-        ) from None
+    _need_web_extra()
     from tickloop.config import load_settings  # noqa: PLC0415
     from tickloop.operator.notices import profile_section_web  # noqa: PLC0415
     from tickloop.operator.store import open_store  # noqa: PLC0415
+    from tickloop.web.app import WebConfig, create_app  # noqa: PLC0415
 
     settings = load_settings()
     public = public_url if public_url is not None else profile_section_web(settings).public_url
@@ -116,28 +115,46 @@ def web(
             sessions_dir=sessions_dir,
             audit_dir=Path(settings.tick.audit_dir),
             state_dir=folder,
-            allowed_hosts=server.allowed_hosts(exposure),
-            tls=exposure.tls,
             poll_s=poll,
             max_streams=max_streams,
-            public_origin=server.public_origin(exposure),
-            secure_cookies=exposure.secure,
+            **server.exposure_config(exposure),
         )
         app, _ = create_app(store, config)
-        for line in warnings:
-            click.echo(line, err=True)
-        click.echo(f"tickloop web: store {store.url}; profiles: {', '.join(scope) if scope else 'all'}")
-        url = server.login_url(exposure.base, folder)
-        click.echo(f"tickloop web: log in (once, within 24 h) at {url}")
-        if qr if qr is not None else sys.stdout.isatty():
-            click.echo(server.qr_lines(url), nl=False)
-        server.announce(folder, exposure)
-        try:
-            server.serve(app, exposure)
-        finally:
-            server.withdraw(folder)
+        said = f"tickloop web: store {store.url}; profiles: {', '.join(scope) if scope else 'all'}"
+        _run(app, exposure, folder, qr=qr, preface=[*warnings, said])
     finally:
         store.close()
+
+
+def _need_web_extra() -> None:
+    """The web stack is an extra: say how to install it rather than fail on an import."""
+    from tickloop.errors import ConfigError  # noqa: PLC0415
+
+    try:
+        import tickloop.web.app  # noqa: F401, PLC0415
+    except ImportError as exc:
+        raise ConfigError(
+            f"tickloop web needs the `web` extra: pip install 'tickloop[web]' ({exc})"
+        ) from None
+
+
+def _run(app: object, exposure: Exposure, folder: Path, *, qr: bool | None, preface: list[str]) -> None:
+    """Print the warnings (stderr), the store line and the login URL (and its QR code), announce
+    the server for --login-url, serve."""
+    from tickloop.web import server  # noqa: PLC0415
+
+    for line in preface[:-1]:
+        click.echo(line, err=True)
+    click.echo(preface[-1])
+    url = server.login_url(exposure.base, folder)
+    click.echo(f"tickloop web: log in (once, within 24 h) at {url}")
+    if qr if qr is not None else sys.stdout.isatty():
+        click.echo(server.qr_lines(url), nl=False)
+    server.announce(folder, exposure)
+    try:
+        server.serve(app, exposure)
+    finally:
+        server.withdraw(folder)
 
 
 def _print_login(folder: Path, *, qr: bool | None) -> None:

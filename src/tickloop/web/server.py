@@ -12,6 +12,7 @@ import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from tickloop.errors import ConfigError
@@ -143,6 +144,16 @@ def allowed_hosts(exposure: Exposure) -> set[str]:
         if parts.port in {None, default}:
             hosts.add(name)
     return hosts
+
+
+def exposure_config(exposure: Exposure) -> dict[str, Any]:
+    """What the app's guards need to know of the exposure (``WebConfig`` fields)."""
+    return {
+        "allowed_hosts": allowed_hosts(exposure),
+        "tls": exposure.tls,
+        "public_origin": public_origin(exposure),
+        "secure_cookies": exposure.secure,
+    }
 
 
 def public_origin(exposure: Exposure) -> str:
