@@ -28,7 +28,6 @@ from bench._util import percentile
 from bench.bench_store import _analyze, _database
 from bench.store_load import seed_intents, seed_progress
 from tickloop.config import Settings
-from tickloop.operator.conditions import Condition
 from tickloop.operator.domain import IntentStatus, NewProgress, Outcome, TickKind
 from tickloop.operator.store import Store, open_store
 from tickloop.web.app import SESSION_COOKIE, WebConfig, create_app
@@ -72,24 +71,11 @@ async def _get(app: Any, path: str, cookie: str) -> int:
 
 
 def _overview_raw(store: Store) -> None:
-    """Exactly the reads the overview makes: the profile three times (the route's check, the
-    overview, the attention settings' timezone), then goal, step, newest row per kind, waiting
-    intents, conditions and today's spends; the true waiting count and the monitor's record."""
+    """Exactly the reads the overview makes: the route's profile check, then the overview's one
+    snapshot (one statement on PostgreSQL, the reads one by one on SQLite)."""
     store.get_profile(P)
-    store.get_profile(P)
-    goal = store.active_goal_model(P)
-    if goal is not None:
-        store.current_plan_step(P, goal.version)
-    for kind in TickKind:
-        if kind is not TickKind.MONITOR:
-            store.recent_progress(P, limit=1, tick_kind=kind.value)
-    store.list_intents(P, status=IntentStatus.REQUIRES_APPROVAL, limit=50)
-    for condition in Condition:
-        store.get_condition(P, condition.value)
-    store.attention_spends(P, since=NOW - timedelta(hours=12))
-    store.get_profile(P)
-    store.count_intents(P, status=IntentStatus.REQUIRES_APPROVAL)
-    store.list_conditions([P])
+    kinds = [k.value for k in TickKind if k is not TickKind.MONITOR]
+    store.overview_snapshot(P, kinds=kinds, waiting=50, since=NOW - timedelta(days=2))
 
 
 def _approvals_raw(store: Store) -> None:

@@ -187,3 +187,39 @@ def fill(store: Store) -> None:
         outcome = Outcome.FAILED if i % 97 == 0 else Outcome.DONE
         at = NOW + timedelta(seconds=i)
         store.record_progress("p", NewProgress(kind, outcome, at, at))
+
+
+def test_the_overview_snapshot_reads_what_the_status_overview_reads(store: Store) -> None:
+    """One snapshot (one statement on PostgreSQL) gives the dashboard exactly the overview that
+    `tickloop operator status` reads query by query: goal, step, last ticks, waiting, conditions,
+    attention today."""
+    from datetime import timedelta  # noqa: PLC0415
+
+    from tickloop.config import Settings  # noqa: PLC0415
+    from tickloop.operator.domain import NewPlanStep, NewProgress, Outcome  # noqa: PLC0415
+    from tickloop.operator.status import overview  # noqa: PLC0415
+    from tickloop.web.pages import overview_page  # noqa: PLC0415
+
+    goal = store.add_goal_model("p", title="Ship it", now=NOW)
+    store.activate_goal_model("p", goal.version, now=NOW)
+    store.replace_plan("p", goal.version, [NewPlanStep("first"), NewPlanStep("second")], now=NOW)
+    for i, kind in enumerate(["observe", "fast", "fast", "executor"]):
+        at = NOW - timedelta(minutes=10 - i)
+        store.record_progress("p", NewProgress(kind, Outcome.DONE, at, at, detail=f"{kind} {i}"))
+    ids = waiting(store, "p", 3)
+    store.put_condition("p", "stuck", active=True, since=NOW, last_notified_at=None, now=NOW)
+    spent = NOW - timedelta(hours=1)
+    assert store.spend_attention("p", now=spent, day=f"{spent:%Y-%m-%d}", cap=5, min_gap=timedelta(0))
+    view = overview_page(store, "p", Settings(), now=NOW)
+    assert view.status == overview(store, "p", now=NOW)
+    assert view.waiting == 3
+    assert view.monitor_ran
+    assert view.status.waiting_approval[0][0] == ids[-1]
+    assert view.status.conditions["stuck"] is True
+    assert view.status.current_step == "first"
+    assert view.status.last_ticks["fast"] is not None
+    assert view.status.last_ticks["fast"].detail == "fast 2"
+    assert view.status.attention_today == 1
+    empty = overview_page(store, "q", Settings(), now=NOW)
+    assert empty.status == overview(store, "q", now=NOW)
+    assert not empty.monitor_ran

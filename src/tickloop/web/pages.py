@@ -8,11 +8,13 @@ are in ``proposals``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, time, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from tickloop.config import Settings
+from tickloop.operator.conditions import Condition
 from tickloop.operator.domain import (
     Intent,
     IntentStatus,
@@ -23,12 +25,14 @@ from tickloop.operator.domain import (
     TaskStatus,
     TickKind,
 )
-from tickloop.operator.status import Overview, overview
+from tickloop.operator.status import Overview
 from tickloop.operator.store.base import Store
 from tickloop.web.timeline import Chart, chart
 
 #: rows the timeline and the intents page read at most
 TIMELINE_ROWS = 2000
+#: how many of the newest waiting intents the overview lists (the count is a COUNT)
+WAITING_LISTED = 50
 TABLE_ROWS = 200
 # -- overview ----------------------------------------------------------------------------------------
 
@@ -44,13 +48,29 @@ class OverviewPage:
 
 
 def overview_page(store: Store, profile: str, settings: Settings, *, now: datetime) -> OverviewPage:
-    """Goal and step, last tick of each kind, monitor conditions, attention against the budget."""
-    from tickloop.operator.notices import attention_settings  # noqa: PLC0415
+    """Goal and step, last tick of each kind, monitor conditions, attention against the budget; read
+    in one snapshot (one statement on PostgreSQL)."""
+    from tickloop.operator.attention import AttentionSettings  # noqa: PLC0415
+    from tickloop.operator.notices import profile_section  # noqa: PLC0415
 
-    status = overview(store, profile, now=now)
-    budget = attention_settings(settings, store, profile).budget_per_day
-    waiting = store.count_intents(profile, status=IntentStatus.REQUIRES_APPROVAL)
-    return OverviewPage(status, budget, waiting, bool(store.list_conditions([profile])))
+    kinds = [k.value for k in TickKind if k is not TickKind.MONITOR]
+    snap = store.overview_snapshot(
+        profile, kinds=kinds, waiting=WAITING_LISTED, since=now - timedelta(days=2)
+    )
+    zone = ZoneInfo(snap.profile.timezone)
+    midnight = datetime.combine(now.astimezone(zone).date(), time(), zone)
+    active = {c.name: c.active for c in snap.conditions}
+    status = Overview(
+        profile=profile,
+        goal=f"v{snap.goal.version}: {snap.goal.title}" if snap.goal else None,
+        current_step=snap.step.title if snap.step else None,
+        last_ticks=snap.last,
+        waiting_approval=[(i.id, i.action_type, i.title) for i in snap.waiting],
+        conditions={c.value: active.get(c.value, False) for c in Condition},
+        attention_today=sum(1 for s in snap.spends if s.spent_at >= midnight),
+    )
+    budget = profile_section(settings, profile, "attention", AttentionSettings).budget_per_day
+    return OverviewPage(status, budget, snap.waiting_count, bool(snap.conditions))
 
 
 # -- board and plan ----------------------------------------------------------------------------------

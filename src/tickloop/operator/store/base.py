@@ -52,6 +52,9 @@ from tickloop.operator.domain import (
 )
 from tickloop.sha256 import sha256
 
+if TYPE_CHECKING:
+    from tickloop.operator.store.sqlops.views import OverviewSnapshot
+
 if TYPE_CHECKING:  # the monitor's types: only loop_stats builds them, and ticks never call it
     from tickloop.operator.conditions import Flagged, LoopStats
 
@@ -499,6 +502,12 @@ class Store(ABC):
         self, profile: str, *, tick_kind: str = "", outcome: str = "", limit: int = 200
     ) -> list[ProgressRow]:
         """The newest rows of this kind and/or outcome among every row, along an index."""
+
+    @abstractmethod
+    def overview_snapshot(
+        self, profile: str, *, kinds: Sequence[str], waiting: int, since: datetime
+    ) -> OverviewSnapshot:
+        """Everything the dashboard's overview shows (``NotFoundError`` for an unknown profile)."""
 
     @abstractmethod
     def observations_by_id(self, profile: str, ids: Sequence[int]) -> list[Observation]:

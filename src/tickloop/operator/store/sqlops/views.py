@@ -4,8 +4,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 
-from tickloop.operator.domain import Intent, IntentStatus, Observation, ProgressRow
+from tickloop.operator.domain import (
+    AttentionSpend,
+    ConditionState,
+    GoalModel,
+    Intent,
+    IntentStatus,
+    Observation,
+    PlanStep,
+    Profile,
+    ProgressRow,
+)
 from tickloop.operator.store import _rows as rows
 from tickloop.operator.store.sqlops.base import SqlBase
 
@@ -17,6 +29,20 @@ def like(word: str) -> str:
     """A lowercase LIKE pattern for a title containing ``word`` (``%``, ``_`` and ``\\`` literal)."""
     escaped = word.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
+
+
+@dataclass(frozen=True, slots=True)
+class OverviewSnapshot:
+    """What the dashboard's overview reads, all at once."""
+
+    profile: Profile
+    goal: GoalModel | None
+    step: PlanStep | None
+    last: dict[str, ProgressRow | None]  #: tick kind -> its newest row
+    waiting: list[Intent]  #: the newest waiting, newest first
+    waiting_count: int
+    conditions: list[ConditionState]
+    spends: list[AttentionSpend]  #: since the ``since`` asked for
 
 
 class ViewOps(SqlBase):
@@ -88,6 +114,22 @@ class ViewOps(SqlBase):
             else:
                 found = tx.rows("progress_by_outcome", profile=profile, outcome=outcome, limit=limit)
         return [rows.progress(r) for r in found]
+
+    def overview_snapshot(
+        self, profile: str, *, kinds: Sequence[str], waiting: int, since: datetime
+    ) -> OverviewSnapshot:
+        """The overview's reads one by one (PostgreSQL overrides this with one statement)."""
+        goal = self.active_goal_model(profile)
+        return OverviewSnapshot(
+            profile=self.get_profile(profile),
+            goal=goal,
+            step=self.current_plan_step(profile, goal.version) if goal else None,
+            last={k: next(iter(self.recent_progress(profile, limit=1, tick_kind=k)), None) for k in kinds},
+            waiting=self.list_intents(profile, status=IntentStatus.REQUIRES_APPROVAL, limit=waiting),
+            waiting_count=self.count_intents(profile, status=IntentStatus.REQUIRES_APPROVAL),
+            conditions=self.list_conditions([profile]),
+            spends=self.attention_spends(profile, since=since),
+        )
 
     def observations_by_id(self, profile: str, ids: Sequence[int]) -> list[Observation]:
         if not ids:
