@@ -28,7 +28,6 @@ from bench._util import percentile
 from bench.bench_store import _analyze, _database
 from bench.store_load import seed_intents, seed_progress
 from tickloop.config import Settings
-from tickloop.operator.conditions import Condition
 from tickloop.operator.domain import IntentStatus, NewProgress, Outcome, TickKind
 from tickloop.operator.store import Store, open_store
 from tickloop.web.app import SESSION_COOKIE, WebConfig, create_app
@@ -72,28 +71,19 @@ async def _get(app: Any, path: str, cookie: str) -> int:
 
 
 def _overview_raw(store: Store) -> None:
-    """Exactly the reads the overview makes: the profile three times (the route's check, the
-    overview, the attention settings' timezone), then goal, step, newest row per kind, waiting
-    intents, conditions and today's spends."""
+    """Exactly the reads the overview makes: the route's profile check, then the overview's one
+    snapshot (one statement on PostgreSQL, the reads one by one on SQLite)."""
     store.get_profile(P)
-    store.get_profile(P)
-    goal = store.active_goal_model(P)
-    if goal is not None:
-        store.current_plan_step(P, goal.version)
-    for kind in TickKind:
-        if kind is not TickKind.MONITOR:
-            store.recent_progress(P, limit=1, tick_kind=kind.value)
-    store.list_intents(P, status=IntentStatus.REQUIRES_APPROVAL, limit=50)
-    for condition in Condition:
-        store.get_condition(P, condition.value)
-    store.attention_spends(P, since=NOW - timedelta(hours=12))
-    store.get_profile(P)
+    kinds = [k.value for k in TickKind if k is not TickKind.MONITOR]
+    store.overview_snapshot(P, kinds=kinds, waiting=50, since=NOW - timedelta(days=2))
 
 
 def _approvals_raw(store: Store) -> None:
-    """Exactly the reads the approvals page makes (untainted intents: no observation reads)."""
+    """Exactly the reads the approvals page makes: the true count and the oldest page of 20 (+1 to
+    know whether another page follows); untainted intents name no observations."""
     store.get_profile(P)
-    store.list_intents(P, status=IntentStatus.REQUIRES_APPROVAL, limit=500)
+    store.count_intents(P, status=IntentStatus.REQUIRES_APPROVAL)
+    store.intents_oldest(P, status=IntentStatus.REQUIRES_APPROVAL, limit=21)
 
 
 def _timed(fn: Callable[[], object], repeat: int) -> float:
@@ -151,6 +141,64 @@ def _renders(backend: str, url: str, *, quick: bool) -> None:
                     f"{median(values):5.2f} (min {min(values):.2f} max {max(values):.2f})  target <= 2"
                     f"   [loaded in {took:.1f}s]"
                 )
+
+
+async def _hammer(port: int, path: str, cookie: str, *, connections: int, seconds: float) -> float:
+    """Requests per second for ``path`` over ``connections`` keep-alive connections of our own."""
+    request = (
+        f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nCookie: {SESSION_COOKIE}={cookie}\r\n\r\n"
+    ).encode()
+    done = 0
+    stop = time.perf_counter() + seconds
+
+    async def one() -> None:
+        nonlocal done
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        while time.perf_counter() < stop:
+            writer.write(request)
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+            await reader.readexactly(length)
+            done += 1
+        writer.close()
+        await writer.wait_closed()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(connections)))
+    return done / (time.perf_counter() - started)
+
+
+def _throughput(backend: str, url: str, *, quick: bool) -> None:
+    """The overview's request rate against a static file's, same server, same run, 1 and 8 connections."""
+    import uvicorn  # noqa: PLC0415
+
+    port = _free_port()
+    seconds, rounds = (1.0, 2) if quick else (3.0, 5)
+    with open_store(url) as store:
+        app, board = create_app(store, _config(port))
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        while not server.started:
+            time.sleep(0.05)
+        cookie = board.sessions.start(now=datetime.now(UTC)).id
+        for connections in (1, 8):
+            ratios = []
+            for _ in range(rounds):
+                static = asyncio.run(
+                    _hammer(port, "/static/style.css", cookie, connections=connections, seconds=seconds)
+                )
+                page = asyncio.run(
+                    _hammer(port, f"/p/{P}/", cookie, connections=connections, seconds=seconds)
+                )
+                ratios.append(page / static)
+            print(
+                f"{backend}: overview / static file, {connections} connection(s): {median(ratios):.2f} "
+                f"(min {min(ratios):.2f} max {max(ratios):.2f}; last {page:.0f} vs {static:.0f} req/s)"
+                + ("  target >= 0.6" if connections == 8 and backend == "postgres" else "")
+            )
+        server.should_exit = True
+        thread.join(timeout=10)
 
 
 def _free_port() -> int:
@@ -213,6 +261,7 @@ def run(quick: bool) -> None:  # noqa: FBT001  (the bench runner's fixed signatu
             if url is None:
                 continue
             _renders(backend, url, quick=quick)
+            _throughput(backend, url, quick=quick)
     with _database("sqlite") as url:
         assert url is not None
         _sse_latency(url, quick=quick)

@@ -6,11 +6,16 @@ The store comes from ``TICKLOOP_STORE`` or ``[store] url``, as for every operato
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from tickloop.cli.sessions import sessions_dir_option
+
+if TYPE_CHECKING:
+    from tickloop.web.server import Exposure
 
 
 @click.command()
@@ -33,6 +38,25 @@ from tickloop.cli.sessions import sessions_dir_option
     help="Print a new one-time login URL for a running server, and exit.",
 )
 @click.option(
+    "--public-url",
+    default=None,
+    metavar="URL",
+    help="Where the person opens it (https://host[:port]; [web] publicUrl): allowed as Host, the base "
+    "of the login URL and of notice links. Plain http:// needs --insecure-http.",
+)
+@click.option(
+    "--qr/--no-qr",
+    default=None,
+    help="Show the login URL as a QR code too (default: when the output is a terminal).",
+)
+@click.option(
+    "--max-streams",
+    type=click.IntRange(1, 10_000),
+    default=32,
+    show_default=True,
+    help="Live-update streams open at most; past it a page polls every 10 s.",
+)
+@click.option(
     "--poll",
     type=click.FloatRange(0.2, 60),
     default=1.0,
@@ -51,6 +75,9 @@ def web(
     tls_key: Path | None,
     insecure_http: bool,
     only_login: bool,
+    public_url: str | None,
+    qr: bool | None,
+    max_streams: int,
     poll: float,
     sessions_dir: Path,
 ) -> None:
@@ -59,31 +86,27 @@ def web(
     Prints a one-time login URL (only its hash is stored, 0600, in the state dir). Binds 127.0.0.1
     unless told otherwise; another host needs --allow-remote and TLS.
     """
-    from tickloop.errors import ConfigError  # noqa: PLC0415
-    from tickloop.web.server import Exposure, check_exposure, login_url, state_dir  # noqa: PLC0415
+    from tickloop.web import server  # noqa: PLC0415
 
     if profile is not None and all_profiles:
         raise click.UsageError("give --profile P or --all, not both")
-    exposure = Exposure(host, port, allow_remote, tls_cert, tls_key, insecure_http)
-    warnings = check_exposure(exposure)
-    folder = state_dir()
+    folder = server.state_dir()
     if only_login:
-        click.echo(login_url(exposure, folder))
+        _print_login(folder, qr=qr)
         return
-    try:
-        from tickloop.web.app import WebConfig, create_app  # noqa: PLC0415
-    except ImportError as exc:
-        raise ConfigError(
-            f"tickloop web needs the `web` extra: pip install 'tickloop[web]' ({exc})"
-        ) from None
+    _need_web_extra()
     from tickloop.config import load_settings  # noqa: PLC0415
+    from tickloop.operator.notices import profile_section_web  # noqa: PLC0415
     from tickloop.operator.store import open_store  # noqa: PLC0415
-    from tickloop.web.server import allowed_hosts, serve  # noqa: PLC0415
+    from tickloop.web.app import WebConfig, create_app  # noqa: PLC0415
 
     settings = load_settings()
     from tickloop.config_sections import check_config  # noqa: PLC0415
 
     check_config(settings)  # a typo in any section exits 2 now, naming the key
+    public = public_url if public_url is not None else profile_section_web(settings).public_url
+    exposure = server.Exposure(host, port, allow_remote, tls_cert, tls_key, insecure_http, public.strip())
+    warnings = server.check_exposure(exposure)
     store = open_store(settings.store.url)
     try:
         scope = None if all_profiles else [profile or os.environ.get("TICKLOOP_PROFILE") or "default"]
@@ -95,17 +118,61 @@ def web(
             sessions_dir=sessions_dir,
             audit_dir=Path(settings.tick.audit_dir),
             state_dir=folder,
-            allowed_hosts=allowed_hosts(exposure),
-            tls=exposure.tls,
             poll_s=poll,
+            max_streams=max_streams,
+            **server.exposure_config(exposure),
         )
         app, _ = create_app(store, config)
-        for line in warnings:
-            click.echo(line, err=True)
-        click.echo(f"tickloop web: store {store.url}; profiles: {', '.join(scope) if scope else 'all'}")
-        click.echo(
-            f"tickloop web: log in (once, within 24 h) at {login_url(exposure, folder)}",
-        )
-        serve(app, exposure)
+        said = f"tickloop web: store {store.url}; profiles: {', '.join(scope) if scope else 'all'}"
+        _run(app, exposure, folder, qr=qr, preface=[*warnings, said])
     finally:
         store.close()
+
+
+def _need_web_extra() -> None:
+    """The web stack is an extra: say how to install it rather than fail on an import."""
+    from tickloop.errors import ConfigError  # noqa: PLC0415
+
+    try:
+        import tickloop.web.app  # noqa: F401, PLC0415
+    except ImportError as exc:
+        raise ConfigError(
+            f"tickloop web needs the `web` extra: pip install 'tickloop[web]' ({exc})"
+        ) from None
+
+
+def _run(app: object, exposure: Exposure, folder: Path, *, qr: bool | None, preface: list[str]) -> None:
+    """Print the warnings (stderr), the store line and the login URL (and its QR code), announce
+    the server for --login-url, serve."""
+    from tickloop.web import server  # noqa: PLC0415
+
+    for line in preface[:-1]:
+        click.echo(line, err=True)
+    click.echo(preface[-1])
+    url = server.login_url(exposure.base, folder)
+    click.echo(f"tickloop web: log in (once, within 24 h) at {url}")
+    if qr if qr is not None else sys.stdout.isatty():
+        click.echo(server.qr_lines(url), nl=False)
+    server.announce(folder, exposure)
+    try:
+        server.serve(app, exposure)
+    finally:
+        server.withdraw(folder)
+
+
+def _print_login(folder: Path, *, qr: bool | None) -> None:
+    """A new one-time login URL for the dashboard running on this state dir, at its own address."""
+    from tickloop.web import server  # noqa: PLC0415
+
+    base = server.running_base(folder)
+    if base is None:
+        click.echo(
+            "tickloop web: no dashboard is running for this state dir; start one with `tickloop web` "
+            "(it prints a login URL itself)",
+            err=True,
+        )
+        raise SystemExit(1)
+    url = server.login_url(base, folder)
+    click.echo(url)
+    if qr if qr is not None else sys.stdout.isatty():
+        click.echo(server.qr_lines(url), nl=False)

@@ -233,13 +233,17 @@ class DashboardSettings(
     #: the dashboard's address as the person opens it (``https://host:8765``); approval notices
     #: link to its page (the link only opens the page: deciding needs a login and a POST)
     base_url: str = ""
+    #: where ``tickloop web`` is reached from a phone (``https://host``): its Host allowlist and the
+    #: base of its login URL; notice links use it when ``baseUrl`` is unset
+    public_url: str = ""
 
 
 def dashboard_link(settings: Settings, profile: str, intent_id: int | None = None) -> str:
     """The dashboard page for ``intent_id`` (or the approvals page); "" without ``[web] baseUrl``."""
     from urllib.parse import quote, urlsplit  # noqa: PLC0415
 
-    base = profile_section_web(settings).base_url.strip()
+    chosen = profile_section_web(settings)
+    base = (chosen.base_url or chosen.public_url).strip()
     if not base:
         return ""
     parts = urlsplit(base)

@@ -9,17 +9,20 @@ Pure Python (no web framework), so each rule is tested without HTTP.
 - **Sessions** live in the server's memory: a random id in an HttpOnly, SameSite=Strict cookie,
   a CSRF token of its own, and a fixed lifetime. Restarting the server logs everyone out.
 - **Login attempts** are rate-limited per client address and overall: a token is 256 bits, so the
-  limit is about noise and log volume, not guessing.
+  limit is about noise and log volume, not guessing, and a correct token is never refused by it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hmac
 import json
 import os
 import secrets
 import threading
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -71,10 +74,23 @@ class TokenStore:
         self.path = state_dir / TOKEN_FILE
         self._lock = threading.Lock()
 
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """This process's threads and every other process (``--login-url`` runs, the server) in turn:
+        without it two concurrent mints lost one token, or crashed on each other's temporary file."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            with self._lock:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+        finally:
+            os.close(fd)  # closing drops the flock
+
     def mint(self, *, now: datetime) -> str:
         """A new one-time token; only its hash is written. Expired entries are dropped."""
         token = secrets.token_urlsafe(32)
-        with self._lock:
+        with self._locked():
             live = [e for e in _read(self.path) if e.get("expires", "") > now.isoformat()]
             live.append({"hash": token_hash(token), "expires": (now + LOGIN_TTL).isoformat()})
             _write(self.path, live)
@@ -83,7 +99,7 @@ class TokenStore:
     def consume(self, token: str, *, now: datetime) -> bool:
         """True, once, for an unexpired token; the entry is removed so the URL works only once."""
         wanted = token_hash(token)
-        with self._lock:
+        with self._locked():
             entries = _read(self.path)
             found = [e for e in entries if hmac.compare_digest(e.get("hash", ""), wanted)]
             if not found or found[0].get("expires", "") <= now.isoformat():

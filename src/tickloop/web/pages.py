@@ -1,27 +1,23 @@
 """One read function per dashboard page: store (or files) in, a frozen record out, no HTTP.
 
 Routes call these and hand the record to one template each, so every page is testable by calling
-its function on a real store. Everything here reads; the one write the dashboard makes is
-``decide`` (the person's approve or deny), through the same ``Store.decide`` the CLI uses.
+its function on a real store. Everything here reads; the pages where the person decides
+are in ``proposals``.
 """
 
 from __future__ import annotations
 
-import getpass
-import json
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, time, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from tickloop.config import Settings
+from tickloop.operator.conditions import Condition
 from tickloop.operator.domain import (
-    Decision,
-    DecisionKind,
     Intent,
     IntentStatus,
-    Notification,
-    Observation,
     Outcome,
     PlanStep,
     ProgressRow,
@@ -29,22 +25,15 @@ from tickloop.operator.domain import (
     TaskStatus,
     TickKind,
 )
-from tickloop.operator.status import Overview, overview
+from tickloop.operator.status import Overview
 from tickloop.operator.store.base import Store
 from tickloop.web.timeline import Chart, chart
 
-#: how many waiting intents the approvals page shows, oldest first (the count says how many more wait;
-#: the person decides them in order, and twenty full cards are already a long page on a phone)
-APPROVALS_SHOWN = 20
-#: how far back the approvals page looks for the observations that fed an intent
-FED_WINDOW = timedelta(days=1)
 #: rows the timeline and the intents page read at most
 TIMELINE_ROWS = 2000
+#: how many of the newest waiting intents the overview lists (the count is a COUNT)
+WAITING_LISTED = 50
 TABLE_ROWS = 200
-#: the prefix a dashboard decision's ``by`` carries: ``web:<login>``
-VIA_WEB = "web:"
-
-
 # -- overview ----------------------------------------------------------------------------------------
 
 
@@ -55,76 +44,33 @@ class OverviewPage:
     status: Overview
     attention_budget: int
     waiting: int
+    monitor_ran: bool  #: False while the stall monitor has recorded no condition: not "all clear"
 
 
 def overview_page(store: Store, profile: str, settings: Settings, *, now: datetime) -> OverviewPage:
-    """Goal and step, last tick of each kind, monitor conditions, attention against the budget."""
-    from tickloop.operator.notices import attention_settings  # noqa: PLC0415
+    """Goal and step, last tick of each kind, monitor conditions, attention against the budget; read
+    in one snapshot (one statement on PostgreSQL)."""
+    from tickloop.operator.attention import AttentionSettings  # noqa: PLC0415
+    from tickloop.operator.notices import profile_section  # noqa: PLC0415
 
-    status = overview(store, profile, now=now)
-    budget = attention_settings(settings, store, profile).budget_per_day
-    return OverviewPage(status, budget, len(status.waiting_approval))
-
-
-# -- approvals ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Waiting:
-    """One intent that waits for the person, with what it came from."""
-
-    intent: Intent
-    step: PlanStep | None
-    fed_by: list[Observation]
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalsPage:
-    """The oldest waiting intents (the order to decide them in), and how many wait in all."""
-
-    items: list[Waiting]
-    total: int
-
-
-def approvals_page(store: Store, profile: str) -> ApprovalsPage:
-    """The waiting intents with their plan step and, for a tainted one, the observations before it."""
-    waiting = store.list_intents(profile, status=IntentStatus.REQUIRES_APPROVAL, limit=500)
-    total = len(waiting)
-    waiting = waiting[-APPROVALS_SHOWN:]
-    steps = _steps(store, profile) if any("step_id" in i.payload for i in waiting) else {}
-    items = []
-    for intent in reversed(waiting):
-        fed: list[Observation] = []
-        if intent.origin.tainted:
-            recent = store.list_observations(profile, since=intent.created_at - FED_WINDOW, limit=20)
-            fed = [o for o in recent if o.observed_at <= intent.created_at and o.tainted][:5]
-        items.append(Waiting(intent, steps.get(_int(intent.payload.get("step_id"))), fed))
-    return ApprovalsPage(items, total)
-
-
-def _steps(store: Store, profile: str) -> dict[int, PlanStep]:
-    goal = store.active_goal_model(profile)
-    return {} if goal is None else {s.id: s for s in store.list_plan(profile, goal.version)}
-
-
-def _int(value: object) -> int:
-    return value if isinstance(value, int) else -1
-
-
-def decider() -> str:
-    """Who a dashboard decision is recorded as: ``web:`` and the login of the person running it."""
-    try:
-        return VIA_WEB + getpass.getuser()
-    except (KeyError, OSError):
-        return VIA_WEB + "person"
-
-
-def decide(
-    store: Store, profile: str, intent_id: int, *, approve: bool, note: str, now: datetime
-) -> Decision:
-    """The person's decision, through the same store call as ``tickloop operator approve|deny``."""
-    kind = DecisionKind.APPROVE if approve else DecisionKind.DENY
-    return store.decide(profile, intent_id, kind, by=decider(), note=note.strip()[:2000], now=now)
+    kinds = [k.value for k in TickKind if k is not TickKind.MONITOR]
+    snap = store.overview_snapshot(
+        profile, kinds=kinds, waiting=WAITING_LISTED, since=now - timedelta(days=2)
+    )
+    zone = ZoneInfo(snap.profile.timezone)
+    midnight = datetime.combine(now.astimezone(zone).date(), time(), zone)
+    active = {c.name: c.active for c in snap.conditions}
+    status = Overview(
+        profile=profile,
+        goal=f"v{snap.goal.version}: {snap.goal.title}" if snap.goal else None,
+        current_step=snap.step.title if snap.step else None,
+        last_ticks=snap.last,
+        waiting_approval=[(i.id, i.action_type, i.title) for i in snap.waiting],
+        conditions={c.value: active.get(c.value, False) for c in Condition},
+        attention_today=sum(1 for s in snap.spends if s.spent_at >= midnight),
+    )
+    budget = profile_section(settings, profile, "attention", AttentionSettings).budget_per_day
+    return OverviewPage(status, budget, snap.waiting_count, bool(snap.conditions))
 
 
 # -- board and plan ----------------------------------------------------------------------------------
@@ -179,8 +125,10 @@ def timeline_page(
     kind = kind if kind in kinds else ""
     outcome = outcome if outcome in outcomes else ""
     newest = store.recent_progress(profile, limit=TIMELINE_ROWS)
-    source = newest if not kind else store.recent_progress(profile, limit=TIMELINE_ROWS, tick_kind=kind)
-    rows = [r for r in source if not outcome or r.outcome.value == outcome][:TABLE_ROWS]
+    if kind or outcome:
+        rows = store.progress_filtered(profile, tick_kind=kind, outcome=outcome, limit=TABLE_ROWS)
+    else:
+        rows = newest[:TABLE_ROWS]
     return TimelinePage(chart(newest, now=now), rows, kind, outcome, kinds, outcomes)
 
 
@@ -196,79 +144,31 @@ class IntentsPage:
     action_type: str
     query: str
     statuses: list[str]
+    older: int | None = None  #: the next page starts below this id; None on the last page
 
 
 def intents_page(
-    store: Store, profile: str, *, status: str = "", action_type: str = "", query: str = ""
+    store: Store,
+    profile: str,
+    *,
+    status: str = "",
+    action_type: str = "",
+    query: str = "",
+    before: int | None = None,
 ) -> IntentsPage:
+    """Every intent, newest first, a page of ``TABLE_ROWS`` below ``before``; the filters in SQL."""
     statuses = [s.value for s in IntentStatus]
     status = status if status in statuses else ""
-    found = store.list_intents(profile, status=IntentStatus(status) if status else None, limit=TABLE_ROWS * 5)
-    words = query.lower().split()
-    chosen = [
-        i
-        for i in found
-        if (not action_type or i.action_type == action_type) and all(w in i.title.lower() for w in words)
-    ][:TABLE_ROWS]
-    return IntentsPage(chosen, status, action_type, query, statuses)
-
-
-@dataclass(frozen=True, slots=True)
-class LifeEvent:
-    """One moment in an intent's life."""
-
-    at: datetime | None
-    state: str
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class IntentPage:
-    """One intent: its life, its decision, and every log line and progress row that names it."""
-
-    intent: Intent
-    life: list[LifeEvent]
-    decision: Decision | None
-    log: list[Notification]
-    rows: list[ProgressRow]
-    waiting: bool
-
-
-def intent_page(store: Store, profile: str, intent_id: int) -> IntentPage:
-    intent = store.get_intent(profile, intent_id)
-    decision = store.get_decision(profile, intent.decision_id) if intent.decision_id else None
-    log = [n for n in store.list_notifications(profile, limit=TIMELINE_ROWS) if n.intent_id == intent.id]
-    rows = [r for r in store.recent_progress(profile, limit=TIMELINE_ROWS) if r.intent_id == intent.id]
-    return IntentPage(
-        intent, life(intent, decision), decision, log, rows, intent.status is IntentStatus.REQUIRES_APPROVAL
+    found = store.search_intents(
+        profile,
+        status=IntentStatus(status) if status else None,
+        action_type=action_type.strip(),
+        words=query.split()[:3],
+        before=before,
+        limit=TABLE_ROWS + 1,
     )
-
-
-#: How each kind of decision shows in an intent's life.
-DECIDED = {
-    DecisionKind.APPROVE: "approved",
-    DecisionKind.DENY: "denied",
-    DecisionKind.RETRY: "retried",
-    DecisionKind.DONE_BY_HAND: "done by hand",
-    DecisionKind.DID_NOT_HAPPEN: "did not happen",
-}
-
-
-def life(intent: Intent, decision: Decision | None) -> list[LifeEvent]:
-    """proposed -> the gate's verdict -> the person's decision -> the claim -> where it ended."""
-    events = [LifeEvent(intent.created_at, "proposed", f"by the {intent.origin.tick_kind} tick or face")]
-    if intent.verdict is not None:
-        events.append(LifeEvent(intent.created_at, intent.verdict.value, "; ".join(intent.verdict_reasons)))
-    if decision is not None:
-        said = f" ({decision.note})" if decision.note else ""
-        state = DECIDED[decision.kind]
-        events.append(LifeEvent(decision.decided_at, state, f"by {decision.by}{said}"))
-    if intent.claimed_at is not None:
-        events.append(LifeEvent(intent.claimed_at, "claimed", f"by {intent.claim_owner or '?'}"))
-    if intent.status.value not in {e.state for e in events}:
-        result = json.dumps(intent.result, sort_keys=True) if intent.result else ""
-        events.append(LifeEvent(intent.updated_at, intent.status.value, result))
-    return events
+    older = found[TABLE_ROWS - 1].id if len(found) > TABLE_ROWS else None
+    return IntentsPage(found[:TABLE_ROWS], status, action_type, query, statuses, older)
 
 
 # -- attention ---------------------------------------------------------------------------------------
@@ -419,8 +319,8 @@ def fingerprint(store: Store, profiles: list[str]) -> tuple[str, dict[str, int]]
     for profile in profiles:
         newest = store.recent_progress(profile, limit=1)
         note = store.list_notifications(profile, limit=1)
-        ids = [i.id for i in store.list_intents(profile, status=IntentStatus.REQUIRES_APPROVAL, limit=500)]
-        waiting[profile] = len(ids)
-        parts.append(f"{profile}:{newest[0].id if newest else 0}:{note[0].id if note else 0}:{ids}")
+        count, last = store.intent_mark(profile, IntentStatus.REQUIRES_APPROVAL)
+        waiting[profile] = count
+        parts.append(f"{profile}:{newest[0].id if newest else 0}:{note[0].id if note else 0}:{count}:{last}")
     parts.append(repr(sorted(conditions.items())))
     return "|".join(parts), waiting

@@ -105,8 +105,13 @@ def test_approve_in_the_browser_then_the_live_executor_sends_and_the_page_shows_
         expect(card).to_contain_text(PERSON)
         expect(card).to_contain_text("gate.external_or_irreversible")
         page.fill(f"#note-{intent_id}", "looks right")
-        card.get_by_role("button", name="Approve").click()
-        expect(page).to_have_url(re.compile(rf"/p/default/intents/{intent_id}$"))
+        card.get_by_role("button", name=f"Approve #{intent_id} · email to {PERSON}").click()
+        expect(page).to_have_url(re.compile(rf"/p/default/approvals\?decided={intent_id}$"))
+        expect(page.locator("#decided")).to_contain_text(
+            f"Approved #{intent_id} · email to {PERSON}: recorded"
+        )
+        expect(page.locator("main")).to_contain_text("Nothing else waits for you.")
+        page.locator("#decided").get_by_role("link", name=f"See #{intent_id}").click()
         expect(page.locator("#intent-status")).to_have_text("approved")
         expect(page.locator("#live-state")).to_have_text("live updates: on")
         expect(page.locator("#waiting-count")).to_have_text("")
@@ -135,6 +140,8 @@ def test_deny_in_the_browser_and_the_armed_executor_sends_nothing(
         page.goto(f"{web.base}/p/default/intents/{intent_id}")
         page.fill("#note", "not yet")
         page.get_by_role("button", name="Deny").click()
+        expect(page.locator("#decided")).to_contain_text(f"Denied #{intent_id}")
+        page.goto(f"{web.base}/p/default/intents/{intent_id}")
         expect(page.locator("#intent-status")).to_have_text("denied")
         expect(page.locator("ol.life")).to_contain_text("not yet")
         run = world.tickloop("operator", "tick", "executor", TICKLOOP_DRY_RUN="0")
@@ -175,7 +182,7 @@ def test_login_and_approval_work_with_javascript_off(
         expect(page).to_have_url(re.compile(r"/p/default/$"))
         page.goto(f"{web.base}/p/default/approvals")
         page.locator(f"#intent-{intent_id}").get_by_role("button", name="Approve").click()
-        expect(page.locator("#intent-status")).to_have_text("approved")
+        expect(page.locator("#decided")).to_contain_text(f"Approved #{intent_id}")
     context.close()
     with world.store() as store:
         assert store.get_intent(P, intent_id).status is IntentStatus.APPROVED

@@ -15,6 +15,7 @@ from tickloop.config import Settings
 from tickloop.errors import ConflictError, NotFoundError
 from tickloop.operator import gate, staging
 from tickloop.operator.domain import (
+    DecisionKind,
     IntentStatus,
     NewPlanStep,
     NewProgress,
@@ -27,7 +28,7 @@ from tickloop.operator.domain import (
 from tickloop.operator.notices import ATTENTION, approval_candidate, dashboard_link
 from tickloop.operator.store import Store, open_store
 from tickloop.operator.ticks.executor import tier_floor_passes
-from tickloop.web import pages
+from tickloop.web import pages, proposals
 from tickloop.web.timeline import LEFT, WIDTH, chart
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -44,10 +45,19 @@ def store() -> Iterator[Store]:
 
 
 def email(
-    store: Store, title: str = "Send the draft", *, tainted: bool = False, step_id: int | None = None
+    store: Store,
+    title: str = "Send the draft",
+    *,
+    tainted: bool = False,
+    step_id: int | None = None,
+    fed_by: list[int] | None = None,
+    body: str = "hi",
+    recipient: str = "a@example.org",
 ) -> int:
-    payload = {"body": "hi", **({"step_id": step_id} if step_id else {})}
-    draft = staging.Draft(action_type="email", title=title, recipient="a@example.org", payload=payload,
+    payload: dict[str, object] = {"body": body, **({"step_id": step_id} if step_id else {})}
+    if fed_by is not None:
+        payload["fed_by"] = fed_by
+    draft = staging.Draft(action_type="email", title=title, recipient=recipient, payload=payload,
                           origin=staging.ORIGIN_FAST, tainted=tainted)  # fmt: skip
     made, _ = staging.stage(store, P, draft, gate.GateSettings(), now=NOW)
     return made.id
@@ -70,30 +80,75 @@ def test_overview_shows_goal_step_last_ticks_waiting_and_attention_against_the_b
     assert view.status.last_ticks["fast"].outcome is Outcome.GATE_STOP
     assert view.status.last_ticks["observe"] is None
     assert (view.waiting, view.attention_budget) == (1, 3)
+    assert not view.monitor_ran  # before the stall monitor's first pass: "never ran", not green
 
 
-def test_approvals_show_the_plan_step_and_the_observations_that_fed_a_tainted_intent(store: Store) -> None:
-    """A waiting intent comes with its step, and for a tainted one the untrusted mail before it."""
+def test_the_monitor_card_says_never_ran_until_the_monitor_recorded_a_condition(store: Store) -> None:
+    """Without any condition the monitor recorded, the card is not green; once one is, it shows them."""
+    assert not pages.overview_page(store, P, Settings(), now=NOW).monitor_ran
+    store.put_condition(P, "stuck", active=False, since=None, last_notified_at=None, now=NOW)
+    view = pages.overview_page(store, P, Settings(), now=NOW)
+    assert view.monitor_ran
+    assert not any(view.status.conditions.values())
+
+
+def test_approvals_show_the_plan_step_and_only_the_observations_recorded_with_the_intent(
+    store: Store,
+) -> None:
+    """A waiting intent comes with its step and the observations named in its ``fed_by``; one staged
+    without any (an MCP or CLI intent) shows none, however many tainted mails arrived around it."""
     [step] = store.replace_plan(P, 1, [NewPlanStep("Reply to the examiner")], now=NOW)
-    store.add_observation(P, source="mail", content_hash="h1", payload={"subject": "Urgent <b>"},
-                          now=NOW - timedelta(minutes=5))  # fmt: skip
-    store.add_observation(P, source="mail", content_hash="h2", payload={"subject": "later"},
-                          now=NOW + timedelta(minutes=5))  # fmt: skip
+    urgent = store.add_observation(P, source="mail", content_hash="h1", payload={"subject": "Urgent <b>"},
+                                   now=NOW - timedelta(minutes=5))  # fmt: skip
+    store.add_observation(P, source="mail", content_hash="h2", payload={"subject": "unrelated"},
+                          now=NOW - timedelta(minutes=4))  # fmt: skip
+    assert urgent is not None
     first = email(store, "clean one", step_id=step.id)
-    second = email(store, "tainted one", tainted=True)
-    view = pages.approvals_page(store, P)
-    assert [w.intent.id for w in view.items] == [first, second]  # oldest first
+    second = email(store, "tainted one", tainted=True, fed_by=[urgent.id, 99999])
+    third = email(store, "staged over MCP", tainted=True)
+    view = proposals.approvals_page(store, P)
+    assert [w.intent.id for w in view.items] == [first, second, third]  # oldest first
     assert view.items[0].step is not None
     assert view.items[0].step.title == "Reply to the examiner"
     assert view.items[0].fed_by == []
     assert [o.payload["subject"] for o in view.items[1].fed_by] == ["Urgent <b>"]
+    assert view.items[2].fed_by == []
     assert view.items[1].intent.verdict_reasons
+
+
+def test_an_email_reads_as_a_mail_client_shows_it_and_its_buttons_name_it(store: Store) -> None:
+    """To, Subject and the body with its real line breaks; the other fields apart; a short label."""
+    intent_id = email(
+        store, "Chapter 3", body="Dear Ada,\n\nhere it is.\n", recipient="ada.lovelace@example.org"
+    )
+    card = proposals.approvals_page(store, P).items[0]
+    assert card.proposal.headers == [("To", "ada.lovelace@example.org"), ("Subject", "Chapter 3")]
+    assert card.proposal.body == "Dear Ada,\n\nhere it is.\n"
+    assert "body" not in card.proposal.rest
+    assert card.label == "email to ada.lovelace@examp…"
+    assert len(card.label) == proposals.LABEL_CHARS
+    assert card.intent.id == intent_id
+
+
+def test_approvals_count_every_waiting_intent_and_page_through_all_of_them_oldest_first(store: Store) -> None:
+    """With 45 waiting the count says 45 and three pages of 20, 20 and 5 reach every one, in order."""
+    ids = [email(store, f"mail {n}") for n in range(45)]
+    first = proposals.approvals_page(store, P)
+    assert first.total == 45
+    assert [w.intent.id for w in first.items] == ids[:20]
+    assert first.next_after == ids[19]
+    second = proposals.approvals_page(store, P, after=ids[19])
+    third = proposals.approvals_page(store, P, after=second.next_after or 0)
+    assert [w.intent.id for w in second.items + third.items] == ids[20:]
+    assert third.next_after is None
+    assert pages.overview_page(store, P, Settings(), now=NOW).waiting == 45
+    assert pages.fingerprint(store, [P])[1] == {P: 45}
 
 
 def test_a_web_decision_is_the_persons_and_passes_the_executors_tier_floor(store: Store) -> None:
     """Approving on the dashboard records `web:<login>` and the executor's floor accepts it like the CLI's."""
     intent_id = email(store)
-    decision = pages.decide(store, P, intent_id, approve=True, note="  fine  ", now=NOW)
+    decision = proposals.decide(store, P, intent_id, approve=True, note="  fine  ", now=NOW)
     assert decision.by.startswith("web:")
     assert len(decision.by) > len("web:")
     assert decision.note == "fine"
@@ -102,13 +157,27 @@ def test_a_web_decision_is_the_persons_and_passes_the_executors_tier_floor(store
     assert tier_floor_passes(claimed.tier, claimed, store.get_decision(P, decision.id))
 
 
-def test_a_second_decision_on_the_same_intent_is_refused(store: Store) -> None:
-    """Two tabs cannot both decide: the second POST loses the compare-and-set."""
+def test_a_second_decision_on_the_same_intent_is_refused_in_words(store: Store) -> None:
+    """Two tabs cannot both decide: the second POST loses, and says who decided and how."""
     intent_id = email(store)
-    pages.decide(store, P, intent_id, approve=False, note="", now=NOW)
+    store.decide(P, intent_id, DecisionKind.DENY, by="cli:ana", now=NOW)
     assert store.get_intent(P, intent_id).status is IntentStatus.DENIED
+    with pytest.raises(ConflictError) as refused:
+        proposals.decide(store, P, intent_id, approve=True, note="", now=NOW)
+    assert refused.value.message.startswith(
+        f"Not recorded: #{intent_id} · email to a@example.org is no longer"
+    )
+    assert "It was denied by cli:ana at 2026-11-30 12:00:00 UTC." in refused.value.message
+
+
+def test_the_same_decision_sent_again_is_recorded_once(store: Store) -> None:
+    """A retry after a timeout returns the decision already recorded, not a second one or an error."""
+    intent_id = email(store)
+    once = proposals.decide(store, P, intent_id, approve=True, note="ok", now=NOW)
+    again = proposals.decide(store, P, intent_id, approve=True, note="ok", now=NOW)
+    assert again.id == once.id
     with pytest.raises(ConflictError):
-        pages.decide(store, P, intent_id, approve=True, note="", now=NOW)
+        proposals.decide(store, P, intent_id, approve=False, note="", now=NOW)
 
 
 def test_the_board_lists_tasks_by_priority_marks_blocked_and_the_current_step(store: Store) -> None:
@@ -157,7 +226,7 @@ def test_intents_filter_by_status_type_and_title_words(store: Store) -> None:
     keep = email(store, "Quarterly REPORT to Ana")
     email(store, "something else")
     denied = email(store, "report draft")
-    pages.decide(store, P, denied, approve=False, note="", now=NOW)
+    proposals.decide(store, P, denied, approve=False, note="", now=NOW)
     assert [i.id for i in pages.intents_page(store, P, query="report").intents] == [denied, keep]
     assert [i.id for i in pages.intents_page(store, P, status="denied").intents] == [denied]
     assert pages.intents_page(store, P, action_type="note").intents == []
@@ -167,21 +236,21 @@ def test_intents_filter_by_status_type_and_title_words(store: Store) -> None:
 def test_an_intents_life_runs_from_proposed_to_sent_with_its_decision_and_log_lines(store: Store) -> None:
     """proposed -> requires_approval -> approved -> claimed -> sent, with the executor's log and row."""
     intent_id = email(store)
-    pages.decide(store, P, intent_id, approve=True, note="go", now=NOW)
+    proposals.decide(store, P, intent_id, approve=True, note="go", now=NOW)
     store.claim_intents(P, owner="exec-1", now=NOW)
     store.mark_sending(P, intent_id, owner="exec-1", now=NOW)
     store.finish_intent(P, intent_id, IntentStatus.SENT, owner="exec-1", now=NOW, result={"id": "<m@x>"})
     store.log_notification(P, channel="executor", kind="sent", subject=f"sent {intent_id}", now=NOW,
                            intent_id=intent_id)  # fmt: skip
     row(store, "executor", Outcome.DONE, NOW, intent_id=intent_id)
-    view = pages.intent_page(store, P, intent_id)
+    view = proposals.intent_page(store, P, intent_id)
     assert [e.state for e in view.life] == ["proposed", "requires_approval", "approved", "claimed", "sent"]
     assert "go" in view.life[2].text
     assert [n.subject for n in view.log] == [f"sent {intent_id}"]
     assert len(view.rows) == 1
     assert not view.waiting
     with pytest.raises(NotFoundError):
-        pages.intent_page(store, P, intent_id + 100)
+        proposals.intent_page(store, P, intent_id + 100)
 
 
 def test_attention_lists_each_decision_with_the_check_that_made_it(store: Store) -> None:
@@ -203,7 +272,7 @@ def test_the_fingerprint_moves_when_a_tick_writes_a_row_or_a_decision_is_made(st
     first, waiting = pages.fingerprint(store, [P])
     assert waiting == {P: 1}
     assert pages.fingerprint(store, [P])[0] == first
-    pages.decide(store, P, intent_id, approve=True, note="", now=NOW)
+    proposals.decide(store, P, intent_id, approve=True, note="", now=NOW)
     second, waiting = pages.fingerprint(store, [P])
     assert (second != first, waiting) == (True, {P: 0})
     row(store, "executor", Outcome.DONE, NOW)
@@ -252,3 +321,16 @@ def test_the_chart_keeps_every_mark_and_gap_inside_the_drawing(
     for (_, right), (nxt, _) in pairwise(edges):
         assert right <= nxt + 0.01
     assert all(g.x >= LEFT - 0.01 and g.w > 0 and g.x + g.w <= WIDTH for g in drawn.gaps)
+
+
+def test_the_intents_page_searches_every_intent_and_pages_below_the_last_one(store: Store) -> None:
+    """A title word found in the oldest of 450 intents (the page read only the newest 1000 before
+    filtering); 450 intents make three pages of at most 200, newest first, that reach every one."""
+    ids = [email(store, "needle" if n == 0 else f"hay {n}") for n in range(450)]
+    assert [i.id for i in pages.intents_page(store, P, query="NEEDLE").intents] == [ids[0]]
+    first = pages.intents_page(store, P)
+    second = pages.intents_page(store, P, before=first.older)
+    third = pages.intents_page(store, P, before=second.older)
+    seen = [i.id for i in first.intents + second.intents + third.intents]
+    assert seen == list(reversed(ids))
+    assert third.older is None

@@ -6,7 +6,8 @@ one-shot tick on SQLite never pays for it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import json
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -17,9 +18,11 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from tickloop.errors import ConflictError, NotFoundError, StoreError
+from tickloop.operator.store import _rows as rows
 from tickloop.operator.store._sql import Tx, load_queries, migrations, to_pyformat
 from tickloop.operator.store.base import Ending
 from tickloop.operator.store.sqlops.intents import handed_over, handover_params
+from tickloop.operator.store.sqlops.views import OverviewSnapshot
 from tickloop.operator.store.sqlstore import SqlStore
 
 #: Arbitrary constant: the advisory lock key that serialises concurrent migrators.
@@ -101,6 +104,32 @@ class PostgresStore(SqlStore):
         with self._write_one() as tx:
             found = tx.rows("finish_and_send", **params)
         return handed_over(found, ending, send)
+
+    def overview_snapshot(
+        self, profile: str, *, kinds: Sequence[str], waiting: int, since: datetime
+    ) -> OverviewSnapshot:
+        # One statement, one round trip: the page made about twenty, each through the pool.
+        with self._read() as tx:
+            row = tx.one(
+                "overview_snapshot",
+                profile=profile,
+                kinds=json.dumps(list(kinds)),
+                waiting=waiting,
+                since=since,
+            )
+        if row is None or row["profile"] is None:
+            raise NotFoundError(f"no profile {profile!r}")
+        found = {r["tick_kind"]: rows.progress(r) for r in row["last_ticks"] or []}
+        return OverviewSnapshot(
+            profile=rows.profile(row["profile"]),
+            goal=None if row["goal"] is None else rows.goal(row["goal"]),
+            step=None if row["step"] is None else rows.step(row["step"]),
+            last={k: found.get(k) for k in kinds},
+            waiting=[rows.intent(r) for r in row["waiting"] or []],
+            waiting_count=int(row["waiting_count"]),
+            conditions=[rows.condition(r) for r in row["conditions"] or []],
+            spends=[rows.spend(r) for r in row["spends"] or []],
+        )
 
     # -- migrations ---------------------------------------------------------------------------------
 

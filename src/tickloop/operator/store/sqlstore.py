@@ -14,9 +14,10 @@ from tickloop.operator.store.sqlops.intents import IntentOps
 from tickloop.operator.store.sqlops.notes import NoteOps
 from tickloop.operator.store.sqlops.profiles import ProfileOps
 from tickloop.operator.store.sqlops.progress import ProgressOps
+from tickloop.operator.store.sqlops.views import ViewOps
 
 __all__ = ["SqlStore"]
 
 
-class SqlStore(ProfileOps, BoardOps, IntentOps, ProgressOps, AttentionOps, NoteOps):
+class SqlStore(ProfileOps, BoardOps, IntentOps, ProgressOps, AttentionOps, NoteOps, ViewOps):
     """Store operations over named SQL queries."""

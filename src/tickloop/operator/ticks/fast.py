@@ -93,7 +93,10 @@ def run(ctx: TickContext) -> TickResult:
     if out.action_type == NOTHING_TO_DO:
         said = f": {out.rationale or out.title}".rstrip(": ")
         return TickResult(Outcome.NOOP, detail=f"{notes} nothing to do now{said}", extra=asked.extra)
-    result = _decide_or_refuse(ctx, out, step, tried=tried, tainted=tainted, goal_version=goal.version)
+    fed = [o["id"] for o in packet.observations]  # recorded with the intent: the dashboard's "Fed by"
+    result = _decide_or_refuse(
+        ctx, out, step, tried=tried, tainted=tainted, goal_version=goal.version, fed_by=fed
+    )
     detail = f"{notes} {result.detail}".strip()
     return TickResult(result.outcome, detail, result.error, result.intent_id, asked.extra)
 
@@ -173,7 +176,13 @@ def build_packet(
         # Oldest first: the packet keeps the newest (last) entries when it must trim.
         recent_progress=[_progress(r) for r in reversed(progress)],
         observations=[
-            {"source": o.source, "tainted": o.tainted, "at": o.observed_at.isoformat(), "payload": o.payload}
+            {
+                "id": o.id,
+                "source": o.source,
+                "tainted": o.tainted,
+                "at": o.observed_at.isoformat(),
+                "payload": o.payload,
+            }
             for o in reversed(observations)
         ],
         tried_and_failed=list(reversed(tried)),
@@ -195,6 +204,7 @@ def decide(
     tried: list[str],
     tainted: bool,
     goal_version: int | None = None,
+    fed_by: list[int] | None = None,
 ) -> TickResult:
     """Drift guard, then the gate, through the one staging path; the intent is recorded on every path."""
     store, profile, now = ctx.store, ctx.profile, ctx.clock.now()
@@ -202,7 +212,7 @@ def decide(
         action_type=out.action_type,
         title=out.title,
         recipient=out.recipient,
-        payload=_payload(out, step, goal_version),
+        payload=_payload(out, step, goal_version, fed_by or []),
         origin=staging.ORIGIN_FAST,
         tainted=tainted,
     )
@@ -249,9 +259,10 @@ def _decide_or_refuse(
     tried: list[str],
     tainted: bool,
     goal_version: int,
+    fed_by: list[int],
 ) -> TickResult:
     try:
-        return decide(ctx, out, step, tried=tried, tainted=tainted, goal_version=goal_version)
+        return decide(ctx, out, step, tried=tried, tainted=tainted, goal_version=goal_version, fed_by=fed_by)
     except ValidationError as exc:  # the one staging path refused it: nothing was stored
         return TickResult(
             Outcome.FAILED, detail="", error=f"refused at staging (nothing was staged): {exc.message}"
@@ -320,8 +331,12 @@ def _budget_text(ctx: TickContext) -> str:
     return f"{TICK_BUDGET_FACTOR:g} x timeoutS = {TICK_BUDGET_FACTOR * timeout:g} s"
 
 
-def _payload(out: ActionIntentOut, step: PlanStep | None, goal_version: int | None) -> dict[str, Any]:
+def _payload(
+    out: ActionIntentOut, step: PlanStep | None, goal_version: int | None, fed_by: list[int]
+) -> dict[str, Any]:
     payload: dict[str, Any] = {"body": out.body, "rationale": out.rationale}
+    if fed_by:
+        payload["fed_by"] = fed_by[-20:]  # the newest observations in the packet, oldest first
     if goal_version is not None:
         payload["goal_version"] = goal_version
     if out.amount is not None:

@@ -341,3 +341,45 @@ DELETE FROM states_of_play
 WHERE profile = :profile AND created_at < :before
   AND id NOT IN (SELECT id FROM (SELECT id FROM states_of_play WHERE profile = :profile
                                  ORDER BY id DESC LIMIT :keep) AS newest);
+
+-- The dashboard's reads: true counts, and lists that page through every row.
+
+-- name: count_intents
+SELECT COUNT(*) AS n FROM intents WHERE profile = :profile;
+
+-- name: count_intents_by_status
+-- Along intents_status: the count reads the index, not the rows.
+-- Also the newest id at that status: the live-refresh fingerprint moves when the set does.
+SELECT COUNT(*) AS n, COALESCE(MAX(id), 0) AS newest FROM intents WHERE profile = :profile AND status = :status;
+
+-- name: intents_oldest_by_status
+-- The approvals page: oldest first, a page after the last id shown (keyset paging reaches every row).
+SELECT * FROM intents WHERE profile = :profile AND status = :status AND id > :after
+ORDER BY id LIMIT :limit;
+
+-- name: search_intents
+-- The intents page: newest first before an id (keyset), by type and up to three title words
+-- (lowercase LIKE patterns, '%' for none). Walks intents_recent and stops at the limit: ordered by
+-- profile too, so the primary key (which walks every profile's rows) cannot give the order.
+SELECT * FROM intents
+WHERE profile = :profile AND id < :before
+  AND (:action_type = '' OR action_type = :action_type)
+  AND lower(title) LIKE :p1 ESCAPE '\' AND lower(title) LIKE :p2 ESCAPE '\' AND lower(title) LIKE :p3 ESCAPE '\'
+ORDER BY profile DESC, id DESC LIMIT :limit;
+
+-- name: search_intents_by_status
+-- The same at one status, along intents_status.
+SELECT * FROM intents
+WHERE profile = :profile AND status = :status AND id < :before
+  AND (:action_type = '' OR action_type = :action_type)
+  AND lower(title) LIKE :p1 ESCAPE '\' AND lower(title) LIKE :p2 ESCAPE '\' AND lower(title) LIKE :p3 ESCAPE '\'
+ORDER BY id DESC LIMIT :limit;
+
+-- name: progress_by_outcome
+-- The timeline's rows of one outcome, newest first, along progress_outcome.
+SELECT * FROM progress WHERE profile = :profile AND outcome = :outcome ORDER BY id DESC LIMIT :limit;
+
+-- name: progress_by_kind_outcome
+-- The timeline's rows of one kind and outcome, newest first, along progress_kind_outcome.
+SELECT * FROM progress WHERE profile = :profile AND tick_kind = :tick_kind AND outcome = :outcome
+ORDER BY id DESC LIMIT :limit;

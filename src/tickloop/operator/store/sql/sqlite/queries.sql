@@ -120,3 +120,18 @@ WHERE x.no_progress_streak >= :min_streak OR x.board_unchanged_ticks >= :min_boa
    OR x.newest_raw <= :silent_before OR NOT x.has_active_goal
    OR x.profile IN (SELECT profile FROM monitor_conditions WHERE active = 1)
 ORDER BY x.profile;
+
+-- name: observations_by_id
+-- The observations an intent recorded it was fed by (ids as a JSON array).
+SELECT * FROM observations
+WHERE profile = :profile AND id IN (SELECT value FROM json_each(:ids))
+ORDER BY observed_at, id;
+
+-- name: search_intents
+-- As the shared query, along intents_recent by name: with one profile's statistics SQLite chose the
+-- primary key (rowid < :before), which walks every other profile's newer intents too.
+SELECT * FROM intents INDEXED BY intents_recent
+WHERE profile = :profile AND id < :before
+  AND (:action_type = '' OR action_type = :action_type)
+  AND lower(title) LIKE :p1 ESCAPE '\' AND lower(title) LIKE :p2 ESCAPE '\' AND lower(title) LIKE :p3 ESCAPE '\'
+ORDER BY id DESC LIMIT :limit;
