@@ -60,11 +60,14 @@ def test_no_import_runs_back_up_a_layer() -> None:
 
 
 def test_the_protocol_imports_nothing_of_ours_but_errors() -> None:
-    """protocol/ is pure (STYLE.md habit 1): its only tickloop import is the error tree."""
+    """protocol/ is pure (STYLE.md habit 1): it imports the error tree, and the two pure string helpers
+    the verifier needs to bind a file to its session (``filenames``, ``sha256``): no I/O, clock or env."""
     outside = [
         f"{path.name}: {target}"
         for path in sorted((PACKAGE / "protocol").rglob("*.py"))
         for _, target in _imports(path)
-        if not target.startswith(("tickloop.protocol", "tickloop.errors"))
+        if not target.startswith(
+            ("tickloop.protocol", "tickloop.errors", "tickloop.filenames", "tickloop.sha256")
+        )
     ]
     assert outside == []

@@ -24,9 +24,12 @@ def fill_queue(world: World, n: int) -> None:
     """``n`` more waiting intents of several types, with long titles and multi-line bodies."""
     with world.store() as store:
         for i in range(n):
-            kind = ("email", "purchase", "calendar")[i % 3]
+            kind = ("email", "spend", "message")[i % 3]
             title = f"Reply {i} about the defence date and the room booking for the examiners' committee"
-            body = {"body": f"Dear examiner {i},\n\nthe defence could be on 12 March.\nBest,\nAna"}
+            body = {
+                "body": f"Dear examiner {i},\n\nthe defence could be on 12 March.\nBest,\nAna",
+                "amount": 12.5,
+            }
             to = f"examiner{i}@university.example.org"
             draft = staging.Draft(action_type=kind, title=title, recipient=to, payload=body, origin="manual")
             staging.stage(store, P, draft, gate.GateSettings(), now=datetime.now(UTC))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
+
+import msgspec
 
 from tickloop.operator.domain import (
     AttentionSpend,
@@ -31,8 +32,7 @@ def like(word: str) -> str:
     return f"%{escaped}%"
 
 
-@dataclass(frozen=True, slots=True)
-class OverviewSnapshot:
+class OverviewSnapshot(msgspec.Struct, frozen=True):
     """What the dashboard's overview reads, all at once."""
 
     profile: Profile
