@@ -44,7 +44,12 @@ def check_alive(model: ServedModel, *, during: bool = False) -> None:
         return
     if not model.death:
         said = model.process.stderr.read() if model.process.stderr is not None else ""
-        tail = "\n".join(said.strip().splitlines()[-6:])
+        # serve-local's own error ("tickloop: ... died with SIGILL: ...") and the log tail under it
+        lines = said.strip().splitlines()
+        start = next(
+            (i for i, line in enumerate(lines) if line.startswith("tickloop: ")), max(0, len(lines) - 6)
+        )
+        tail = "\n".join(lines[start : start + 8])
         how = exit_description(code) if code < 0 else f"exited {code}"
         model.death.append(f"serve-local {how}; it said:\n{tail}" if tail else f"serve-local {how}")
     when = "during this test" if during else "before this test"
