@@ -61,7 +61,7 @@ started=$(date +%s)
 wheel=$(find "$wheel_dir" -maxdepth 1 -name "llama_cpp_python-$version-*.whl" 2>/dev/null | head -n1)
 if [ -z "$wheel" ]; then
   echo "local extra: compiling llama.cpp $version (portable: $flags)"
-  echo "  into $wheel_dir; measured here: 36 min on 2 shared cores (README: A real local model)"
+  echo "  into $wheel_dir; measured: 19-36 min on 2 shared cores (README: A real local model)"
   mkdir -p "$wheels_root"
   build=$(mktemp -d "$wheels_root/.build-XXXXXX")
   trap 'rm -rf "$build"' EXIT
