@@ -119,8 +119,8 @@ def chat(
 
 def _tick_off(line: str) -> CommandResult:  # noqa: ARG001  (whatever the arguments)
     return CommandResult(
-        "the tick plugin is off in this chat (--no-tick): /tick does nothing here. It was not sent to "
-        "the model; start the chat without --no-tick to use /tick.",
+        "the tick plugin is off in this chat (--no-tick); start it without --no-tick to use /tick. "
+        "Nothing was sent to the model.",
         ok=False,
     )
 
