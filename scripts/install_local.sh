@@ -49,8 +49,11 @@ EOF
 
 if "$python" -c "$check" 2>/dev/null && "$python" -c "$from_wheel_dir" "$wheel_dir" 2>/dev/null; then
   echo "local extra: already installed (llama-cpp-python $version from $wheel_dir)"
-  smoke
-  exit
+  if smoke; then
+    exit 0
+  fi
+  $check_only || "${pip[@]}" uninstall --quiet -y llama-cpp-python  # so `make local` installs anew
+  exit 1
 fi
 if $check_only; then
   echo "local extra: this venv does not run the portable llama-cpp-python $version from $wheel_dir: run \`make local\`" >&2
