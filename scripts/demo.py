@@ -14,6 +14,7 @@ import contextlib
 import json
 import mailbox
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -123,7 +124,8 @@ class Day:
         result = subprocess.run(
             command, env=env, cwd=self.work, input=stdin, capture_output=True, text=True, check=False
         )
-        shown = "tickloop " + " ".join(args) + ("    (TICKLOOP_DRY_RUN=0 for this step only)" if live else "")
+        note = "    (TICKLOOP_DRY_RUN=0 for this step only)" if live else ""
+        shown = "tickloop " + shlex.join(args) + note
         print(f"\n$ {shown}")
         for line in (result.stdout + result.stderr).rstrip().splitlines():
             print(f"  {line}")
@@ -203,10 +205,14 @@ def chat_demo(work: Path) -> int:
     return tickloop("audit", "verify", str(ledger))
 
 
-def keep_for_the_dashboard(work: Path) -> Path:
+#: where the demo keeps its store for the dashboard: inside the checkout, so two people on one machine
+#: (two checkouts) never share or overwrite it, and nobody else's directory is in the way
+KEPT = Path(__file__).resolve().parents[1] / ".tickloop-demo"
+
+
+def keep_for_the_dashboard(work: Path, kept: Path = KEPT) -> Path:
     """Copy the demo's store, sessions and ledgers out of the temporary directory, so the dashboard
-    can show them after the demo ends (the copy is replaced by the next demo)."""
-    kept = Path(tempfile.gettempdir()) / "tickloop-demo"
+    can show them after the demo ends (the copy is replaced by the next demo in this checkout)."""
     shutil.rmtree(kept, ignore_errors=True)
     kept.mkdir(mode=0o700)
     for name in ("operator.db", ".tickloop-sessions", ".tickloop-audit"):
@@ -218,27 +224,30 @@ def keep_for_the_dashboard(work: Path) -> Path:
     return kept
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    """``demo.py [KEEP_DIR]``: KEEP_DIR (default ``.tickloop-demo`` in the checkout) gets the store."""
     with tempfile.TemporaryDirectory(prefix="tickloop-demo-") as tmp, smtp_sink() as sink:
         work = Path(tmp)
         print(f"== a compressed operator day in {work} (SQLite, offline model, dry-run by default)")
         failures = operator_day(work, sink)
         code = chat_demo(work)
-        kept = keep_for_the_dashboard(work)
+        kept = keep_for_the_dashboard(work, Path(argv[1]).resolve() if len(argv) > 1 else KEPT)
     print(
-        "\nNext, with your own goal and model:\n"
+        "\nNext, with your own goal and model (in this checkout; `make demo` installed every extra):\n"
+        "  source .venv/bin/activate                 # puts tickloop on PATH (or call .venv/bin/tickloop)\n"
         "  tickloop operator init                    # asks for your goal, tasks, quiet hours, channel\n"
         "  tickloop doctor                           # checks config, store, model, channels, dry-run\n"
         "  tickloop operator run                     # or: tickloop operator install --systemd\n"
         "  tickloop chat --model NAME                # README: Using a real model; then /tick 5"
     )
     print(
-        "\nOpen the dashboard on the demo's store (extra `web`: pip install 'tickloop[web]'):\n"
+        "\nOpen the dashboard on the demo's store (after `source .venv/bin/activate`):\n"
         f"  cd {kept} && TICKLOOP_STORE=sqlite:///{kept / 'operator.db'} tickloop web\n"
-        "  then open the one-time login URL it prints (http://127.0.0.1:8765/login?token=...)"
+        "  then open the one-time login URL it prints (http://127.0.0.1:8765/login?token=...)\n"
+        f"  the chat's ledger, kept too: tickloop audit verify {kept}/.tickloop-audit/session-demo.jsonl"
     )
     return 1 if failures or code else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv))

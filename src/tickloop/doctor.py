@@ -87,8 +87,10 @@ def _sections(settings: Settings) -> list[Finding]:
     ]
 
 
-#: the one fix for a store whose schema is behind (a fresh machine: no schema at all)
+#: the fix for a store whose schema is behind an upgrade
 MIGRATE_FIX = "run `tickloop operator migrate`"
+#: the fix on a fresh machine (no schema at all): init creates the store, migrates it and asks for a goal
+INIT_FIX = "run `tickloop operator init` (it creates the store and your profile)"
 
 
 def _store(settings: Settings, now: datetime) -> list[Finding]:
@@ -116,7 +118,9 @@ def _store(settings: Settings, now: datetime) -> list[Finding]:
     latest = _latest_migration(dialect)
     if current < latest:
         detail = f"migrations pending: schema {current} of {latest}"
-        found.append(Finding("migrations", ok=False, detail=detail, fix=MIGRATE_FIX))
+        found.append(
+            Finding("migrations", ok=False, detail=detail, fix=INIT_FIX if current == 0 else MIGRATE_FIX)
+        )
         found.append(
             Finding("profiles", ok=True, detail="not checked until the store is migrated", skipped=True)
         )

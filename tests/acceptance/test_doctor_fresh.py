@@ -4,6 +4,7 @@ check for the pending migrations with its fix, exit 1 (a finding, not a usage er
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -48,7 +49,8 @@ def _assert_fresh_checklist(run: subprocess.CompletedProcess[str]) -> None:
     out = run.stdout
     assert "[ok ] store:" in out
     assert "[BAD] migrations: migrations pending: schema 0 of" in out
-    assert "fix: run `tickloop operator migrate`" in out
+    assert "fix: run `tickloop operator init` (it creates the store and your profile)" in out
+    assert "operator migrate" not in out  # a newcomer needs init, not migrate
     assert "[ - ] profiles: not checked until the store is migrated" in out
     for check in (
         "[ok ] config:",
@@ -80,6 +82,20 @@ def test_doctor_on_an_existing_unmigrated_sqlite_file_leaves_no_side_files(tmp_p
     (tmp_path / "store.db").write_bytes(b"")
     run = _doctor(tmp_path, f"sqlite:///{tmp_path / 'store.db'}")
     _assert_fresh_checklist(run)
+
+
+def test_doctor_on_a_store_behind_an_upgrade_says_migrate(tmp_path: Path) -> None:
+    """A store with an older schema (not a fresh one) gets the fix `tickloop operator migrate`."""
+    path = tmp_path / "store.db"
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("CREATE TABLE tickloop_migrations (version INTEGER PRIMARY KEY)")
+        conn.execute("INSERT INTO tickloop_migrations VALUES (1)")
+    conn.close()
+    run = _doctor(tmp_path, f"sqlite:///{path}")
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "[BAD] migrations: migrations pending: schema 1 of" in run.stdout
+    assert "fix: run `tickloop operator migrate`" in run.stdout
 
 
 @pytest.mark.postgres

@@ -29,11 +29,28 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def _env_help() -> str:
-    from tickloop.config import CONFIG_ENV, ENV_VARS  # noqa: PLC0415
+#: Every TICKLOOP_* variable the code reads that is not a config key (those are in config.ENV_VARS),
+#: as `tickloop --help` lists it. TICKLOOP_DRY_RUN comes first: it is the one that makes actions real.
+ENV_HELP: dict[str, str] = {
+    "TICKLOOP_DRY_RUN": "the executor acts only when this is exactly 0; anything else: dry run",
+    "TICKLOOP_CONFIG": "path of the TOML config file",
+    "TICKLOOP_PROFILE": "whose operator (--profile; default: default)",
+    "TICKLOOP_STATE_DIR": "state dir (monitor, dashboard); default $XDG_STATE_HOME/tickloop",
+    "TICKLOOP_SESSIONS_DIR": "chat transcripts (--sessions-dir; default .tickloop-sessions)",
+    "TICKLOOP_MODEL_API_KEY": "API key of the `env` model (never put it in argv or the config)",
+    "TICKLOOP_SMTP_PASSWORD": "SMTP password: the default of [smtp] passwordEnv",
+    "TICKLOOP_NTFY_URL": "e.g. a [[notify.channels]] urlEnv (any name; URLs often hold tokens)",
+    "TICKLOOP_TEST_DATABASE_URL": "PostgreSQL for the test suite (tickloop.testing)",
+}
 
-    rows = [f"  {CONFIG_ENV:<26} path of the TOML config file"]
+
+def _env_help() -> str:
+    from tickloop.config import ENV_VARS  # noqa: PLC0415
+
+    head = ("TICKLOOP_DRY_RUN", "TICKLOOP_CONFIG")
+    rows = [f"  {var:<26} {ENV_HELP[var]}" for var in head]
     rows += [f"  {var:<26} [{sec or 'top'}] {key}" for var, (sec, key) in ENV_VARS.items()]
+    rows += [f"  {var:<26} {text}" for var, text in ENV_HELP.items() if var not in head]
     return "Environment (prefix TICKLOOP_):\n\n\b\n" + "\n".join(rows)
 
 

@@ -31,6 +31,7 @@ from tickloop.harness import (
     open_chat_agent,
     presence_path,
 )
+from tickloop.harness.commands import CommandResult
 from tickloop.harness.jsonl import SessionError
 from tickloop.harness.session import check_session_id
 from tickloop.harness.tools import open_toolbox, tools_settings
@@ -102,6 +103,9 @@ def chat(
     renderer.notice(f"session {session_id} · model {model.label} · /help lists commands")
     if options is not None:
         renderer.notice(f"audit ledger {options.audit_dir / session_file_name(session_id)}")
+    else:
+        agent.commands.register("tick", _tick_off, "off in this chat (--no-tick)")
+    renderer.history(agent.session.turns)
     for terminal in agent.session.recovered:
         renderer.notice(f"turn {terminal.turn} was left open by an earlier process: recorded as interrupted")
         if terminal.tool_calls:
@@ -113,6 +117,14 @@ def chat(
             asyncio.run(_interactive(agent, renderer))
         else:
             asyncio.run(_scripted(agent, renderer, sys.stdin))
+
+
+def _tick_off(line: str) -> CommandResult:  # noqa: ARG001  (whatever the arguments)
+    return CommandResult(
+        "the tick plugin is off in this chat (--no-tick); start it without --no-tick to use /tick. "
+        "Nothing was sent to the model.",
+        ok=False,
+    )
 
 
 def _new_session_id() -> str:
@@ -140,7 +152,10 @@ async def _scripted(agent: Agent, renderer: Renderer, stdin: TextIO) -> None:
                 break
             renderer.echo_input(line)
             agent.submit(line)
-        await agent.wait_idle()
+            if agent.exit_requested:
+                break
+        if not agent.exit_requested:
+            await agent.wait_idle()
     finally:
         await agent.close()
         loop.remove_signal_handler(signal.SIGINT)
@@ -183,5 +198,7 @@ async def _interactive(agent: Agent, renderer: Renderer) -> None:
                     break
                 renderer.echo_input(line)
                 agent.submit(line)
+                if agent.exit_requested:
+                    break
     finally:
         await agent.close()

@@ -13,6 +13,7 @@ erases any partial line written above it; there the renderer writes whole lines 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TextIO
 
 from tickloop.harness.events import (
@@ -24,6 +25,7 @@ from tickloop.harness.events import (
     TurnEnded,
     TurnStarted,
 )
+from tickloop.harness.session import Turn
 from tickloop.harness.tools.base import CallResult
 from tickloop.inert import inert
 from tickloop.protocol.envelope import is_time_step
@@ -32,6 +34,9 @@ from tickloop.protocol.predicates import TerminalStatus
 TIME_STEP_MARK = "⏱"
 TOOL_MARK = "⚙"
 ARGS_SHOWN = 60
+#: a reopened session shows its last turns, each text cut at this many characters
+HISTORY_TURNS = 3
+HISTORY_CHARS = 500
 
 
 def tool_line(result: CallResult) -> str:
@@ -130,6 +135,26 @@ class Renderer:
                 self._emit(piece)
         self._flush()
 
+    def history(self, turns: Sequence[Turn]) -> None:
+        """The last ``HISTORY_TURNS`` turns of a reopened session, drawn as they were when live (inert)."""
+        shown = turns[-HISTORY_TURNS:]
+        if not shown:
+            return
+        self.notice(f"the last {len(shown)} of {len(turns)} turn(s) of this session:")
+        for turn in shown:
+            if not is_time_step(turn.input):
+                self.echo_input(_cut(turn.input.text))
+            self(TurnStarted(turn))
+            for rnd in turn.rounds:
+                self(TextStreamed(turn.number, _cut(rnd.text)))
+                for result in rnd.results:
+                    self(ToolCallEnded(turn.number, result))
+            if turn.reply is not None:
+                self(TextStreamed(turn.number, _cut(turn.reply.text)))
+            if turn.terminal is not None:
+                self(TurnEnded(turn.terminal))
+        self.notice("end of the earlier turns")
+
     def echo_input(self, line: str) -> None:
         """Scripted mode shows each line it reads, so the output reads as a transcript."""
         self._end_line()
@@ -165,3 +190,7 @@ class Renderer:
 
     def _flush(self) -> None:
         self.out.flush()
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= HISTORY_CHARS else text[:HISTORY_CHARS] + " …"

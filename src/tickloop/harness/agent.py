@@ -111,8 +111,11 @@ class Agent:
         self._closed = False
         self._failure: BaseException | None = None
         self._tools_watch = ToolsUnseenWatch(0, lambda _: None)  #: set up by start()
+        self.exit_requested = False  #: /exit or /quit was typed: the chat closes after this line
         self.commands.register("help", self._help, "list the commands")
         self.commands.register("interrupt", self._interrupt_command, "interrupt the active turn")
+        self.commands.register("exit", self._exit_command, "close the chat (also /quit, or Ctrl-D)")
+        self.commands.register("quit", self._exit_command, "close the chat (also /exit, or Ctrl-D)")
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -252,6 +255,10 @@ class Agent:
         if self.interrupt():
             return CommandResult("interrupting the active turn")
         return CommandResult("no turn is active", ok=False)
+
+    def _exit_command(self, line: str) -> CommandResult:  # noqa: ARG002  (takes no arguments)
+        self.exit_requested = True
+        return CommandResult("closing the chat")
 
     def _help(self, line: str) -> CommandResult:  # noqa: ARG002  (takes no arguments)
         return CommandResult(self.commands.help_text())

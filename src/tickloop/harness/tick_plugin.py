@@ -40,7 +40,7 @@ from tickloop.protocol.ledger import (  # the rule ids live with the verifier's 
     RecordType,
     record,
 )
-from tickloop.protocol.predicates import Decision, Next, admit, next_step
+from tickloop.protocol.predicates import Decision, Next, TerminalStatus, admit, next_step
 from tickloop.protocol.run import Run, RunState
 
 #: A model that reports no usage is charged this estimate instead (and the stop record says so).
@@ -163,7 +163,7 @@ class TickPlugin:
             if self._run is None:
                 return
             if self._run.state is RunState.SCHEDULED:
-                self._cancel(CANCEL_PERSON_MESSAGE)
+                self._cancel_for_person()
             else:
                 self._person_queued = True
 
@@ -206,8 +206,9 @@ class TickPlugin:
         if self._run is None:
             return self._reject(STOP_NO_RUN, "no active run to stop")
         run_id = self._run.run_id
-        self._stop(STOP_USER)
-        return CommandResult(f"run {run_id} stopped ({STOP_USER})")
+        final = self._stop(STOP_USER)
+        # the word /tick status uses for the same run: cancelled (a pending step dropped) or stopped
+        return CommandResult(f"run {run_id} {final} ({STOP_USER})")
 
     def _reject(self, rule: str, message: str, *, token: str | None = None) -> CommandResult:
         self._write(RecordType.COMMAND_REJECTED, rule=rule, token=None if token is None else token[:64])
@@ -223,7 +224,8 @@ class TickPlugin:
             resume=command.resume,
         )
         if not decision.allowed:
-            return self._reject(decision.rule, _ADMIT_MESSAGES.get(decision.rule, decision.rule))
+            message = _admit_message(decision.rule, view.latest_terminal, resume=command.resume)
+            return self._reject(decision.rule, message)
         policy = self.options.policies[command.policy_id]
         run = Run(
             run_id=uuid.uuid4().hex,
@@ -275,7 +277,7 @@ class TickPlugin:
         )
         self._run = run.to(RunState.SCHEDULED)
         if self._person_queued:
-            self._cancel(CANCEL_PERSON_MESSAGE)
+            self._cancel_for_person()
             return
         generation = self._generation
         self._timer = self.timers.call_later(delay, lambda: self._fire(generation))
@@ -305,11 +307,22 @@ class TickPlugin:
         meta = {"runId": run.run_id, "step": self._enqueued, "of": run.requested, "policy": run.policy.id}
         self._require_host().enqueue(replace(time_step_message(run.policy), meta=meta))
 
-    def _stop(self, rule: str) -> None:
+    def _stop(self, rule: str) -> RunState:
+        """End the run: ``cancelled`` if a step was pending (it is never sent), else ``stopped``."""
         if self._run is not None and self._run.state is RunState.SCHEDULED:
             self._cancel(rule)
-        else:
-            self._close(RecordType.LOOP_STOPPED, rule, RunState.STOPPED)
+            return RunState.CANCELLED
+        self._close(RecordType.LOOP_STOPPED, rule, RunState.STOPPED)
+        return RunState.STOPPED
+
+    def _cancel_for_person(self) -> None:
+        """The person's message goes first: cancel the pending step, and say so in one line."""
+        run_id = self._run.run_id if self._run is not None else "?"
+        self._cancel(CANCEL_PERSON_MESSAGE)
+        self._require_host().notice(
+            f"run {run_id} {RunState.CANCELLED} ({CANCEL_PERSON_MESSAGE}): your message goes first; "
+            "/tick N starts a new run"
+        )
 
     def _cancel(self, rule: str) -> None:
         if self._timer is not None:
@@ -401,9 +414,23 @@ class TickPlugin:
 _ADMIT_MESSAGES = {
     "admit.natural_context": "no settled natural turn yet: say something to the model first",
     "admit.no_closed_turn": "no turn has ended yet",
-    "admit.terminal_not_completed": (
-        "the latest turn did not complete; use /tick N --resume to continue across one interrupted turn"
-    ),
     "admit.run_active": "a run is already active: /tick status shows it, /tick stop ends it",
     "admit.unknown_policy": "unknown policy: /tick policies lists them",
 }
+
+
+def _admit_message(rule: str, latest: TerminalStatus | None, *, resume: bool) -> str:
+    """What a refusal says, with the way out that works for the latest turn's terminal.
+
+    Only an ``interrupted`` turn can be crossed with ``--resume``; after ``error`` or ``unknown`` the
+    way on is a new message from the person, whose completed turn lets ``/tick`` start again.
+    """
+    if rule != "admit.terminal_not_completed":
+        return _ADMIT_MESSAGES.get(rule, rule)
+    if latest is TerminalStatus.INTERRUPTED:
+        return "the latest turn was interrupted; /tick N --resume continues across that one turn"
+    crossed = "; --resume crosses only an interrupted turn" if resume else ""
+    return (
+        f"the latest turn ended {latest}{crossed}. Send the model a message: once that turn completes, "
+        "/tick can start"
+    )

