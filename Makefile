@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo demo-local local test lint typecheck unit bench mutants clean
+.PHONY: demo demo-local local test lint typecheck docs unit bench mutants clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,7 +26,7 @@ local: $(STAMP)
 demo-local: local
 	$(BIN)/python scripts/demo_local.py
 
-test: lint typecheck unit
+test: lint typecheck docs unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench scripts
@@ -34,6 +34,10 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+# The documentation site (docs/, mkdocs.yml): --strict fails on a broken link, anchor or missing page.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 unit: $(STAMP)
 	$(BIN)/pytest $(PYTEST_ARGS)
@@ -48,4 +52,4 @@ mutants: $(STAMP)
 	$(BIN)/mutmut results
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build dist mutants
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build dist mutants site

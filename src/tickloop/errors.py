@@ -101,3 +101,8 @@ class DeliveryError(TickloopError):
 
 class SourceError(TickloopError):
     """An observation source could not be read."""
+
+
+def extra_hint(extra: str) -> str:
+    """How to add the optional extra ``extra``: tickloop is not on PyPI, so the checkout's own form."""
+    return f".venv/bin/pip install -e '.[{extra}]' in the checkout (make demo and make test install it)"

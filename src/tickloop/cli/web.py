@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from tickloop.cli.sessions import sessions_dir_option
+from tickloop.errors import extra_hint
 
 if TYPE_CHECKING:
     from tickloop.web.server import Exposure
@@ -136,9 +137,7 @@ def _need_web_extra() -> None:
     try:
         import tickloop.web.app  # noqa: F401, PLC0415
     except ImportError as exc:
-        raise ConfigError(
-            f"tickloop web needs the `web` extra: pip install 'tickloop[web]' ({exc})"
-        ) from None
+        raise ConfigError(f"tickloop web needs the `web` extra: {extra_hint('web')} ({exc})") from None
 
 
 def _run(app: object, exposure: Exposure, folder: Path, *, qr: bool | None, preface: list[str]) -> None:

@@ -32,7 +32,7 @@ from typing import Any
 from tickloop import __version__
 from tickloop.audit import session_file_name
 from tickloop.audit.ledger import verify_file
-from tickloop.errors import ConfigError, LedgerError
+from tickloop.errors import ConfigError, LedgerError, extra_hint
 from tickloop.experiment.dataset import Finished, cause_code, failure_text, finished_sessions
 from tickloop.experiment.redaction import NoRedaction, Redactor, report, run_key
 from tickloop.experiment.runner import LEDGERS, SESSIONS
@@ -70,7 +70,7 @@ def export_inspect(
     try:
         import inspect_ai.log  # noqa: F401, PLC0415  (fail before any file is written)
     except ImportError:
-        raise ConfigError("--format inspect needs Inspect AI: pip install 'tickloop[inspect]'") from None
+        raise ConfigError(f"--format inspect needs Inspect AI: {extra_hint('inspect')}") from None
     redactor = Redactor(keep_text=keep_text, key=run_key(directories)) if redact else NoRedaction()
     made = provenance(directories, redactor, redact=redact)
     counts = write_logs(directories, out, names.pop(), redactor, made)

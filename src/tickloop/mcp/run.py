@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from tickloop.errors import ConfigError
+from tickloop.errors import ConfigError, extra_hint
 from tickloop.mcp import http
 from tickloop.mcp import token as tokens
 from tickloop.mcp.face import Face, mcp_settings
@@ -19,7 +19,7 @@ def load_server(face: Face) -> Any:
         from tickloop.mcp.server import build  # noqa: PLC0415  (the SDK: only this command pays for it)
     except ImportError as exc:
         if exc.name is not None and exc.name.split(".")[0] in {"mcp", "pydantic", "uvicorn", "starlette"}:
-            raise ConfigError("the MCP face needs the `mcp` extra: pip install 'tickloop[mcp]'") from None
+            raise ConfigError(f"the MCP face needs the `mcp` extra: {extra_hint('mcp')}") from None
         raise
     return build(face)
 

@@ -9,12 +9,12 @@ import warnings
 from typing import Any
 from urllib.parse import urlsplit
 
-from tickloop.errors import ConfigError
+from tickloop.errors import ConfigError, extra_hint
 from tickloop.notify.base import DeliveryResult, one_line
 
 #: ``scheme://rest`` with a plain scheme and no whitespace or control characters anywhere.
 _URL = re.compile(r"[a-z][a-z0-9+.-]{0,31}://[^\x00-\x20\x7f]+")
-_MISSING = "the apprise channel needs the optional extra: pip install 'tickloop[notify]'"
+_MISSING = f"the apprise channel needs the optional extra: {extra_hint('notify')}"
 
 
 def check_apprise_url(url: str, *, where: str) -> str:

@@ -129,7 +129,7 @@ def test_an_unknown_apprise_scheme_is_a_failed_result() -> None:
 def test_a_missing_apprise_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without apprise installed, building the channel fails and says which extra to install."""
     monkeypatch.setitem(sys.modules, "apprise", None)
-    with pytest.raises(ConfigError, match=r"notify channel 'phone': .*pip install 'tickloop\[notify\]'"):
+    with pytest.raises(ConfigError, match=r"notify channel 'phone': .*pip install -e '\.\[notify\]'"):
         build_channels(
             NotifySettings(channels=[AppriseChannelSettings(name="phone", url="ntfy://ntfy.sh/t")]),
             smtp=SmtpSettings(),

@@ -346,5 +346,5 @@ def test_without_inspect_installed_the_export_says_which_extra_and_writes_nothin
     done = subprocess.run([sys.executable, "-c", code, str(run), str(out)], capture_output=True, text=True,
                           timeout=120, check=False)  # fmt: skip
     assert done.returncode == 2, done.stderr
-    assert "pip install 'tickloop[inspect]'" in done.stderr
+    assert "pip install -e '.[inspect]'" in done.stderr
     assert not out.exists() or not any(out.iterdir())

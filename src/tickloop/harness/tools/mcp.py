@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tickloop.errors import extra_hint
 from tickloop.harness.tools.base import CALL_PROGRESS, FunctionTool, OutcomeUnknownError, Tool, ToolError
 from tickloop.models.base import ToolSpec
 from tickloop.sha256 import sha256
@@ -206,7 +207,7 @@ class McpProvider:
         if isinstance(exc, ToolError):
             return f"could not start: {exc}"
         if isinstance(exc, ImportError):
-            return "the MCP client is not installed: pip install 'tickloop[mcp]'"
+            return f"the MCP client is not installed: {extra_hint('mcp')}"
         refused = self._refused(exc)
         if refused is not None:
             return f"could not start: {refused}"
