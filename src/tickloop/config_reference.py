@@ -1,8 +1,8 @@
-"""The configuration reference in the README, generated from the settings types.
+"""The configuration reference in docs/configuration.md, generated from the settings types.
 
 ``render()`` walks every settings Struct (nested tables and arrays of tables included) and writes
 one Markdown row per key: its TOML path, type with limits, default and the ``#:`` comment above the
-field in the source. ``python -m tickloop.config_reference --write README.md`` refreshes the README
+field in the source. ``python -m tickloop.config_reference --write docs/configuration.md`` refreshes that page
 between its markers; a test keeps the two equal.
 """
 
@@ -143,7 +143,7 @@ def splice(text: str, reference: str) -> str:
     head, start, rest = text.partition(START)
     _, end, tail = rest.partition(END)
     if not start or not end:
-        raise ValueError(f"README lacks the markers {START} ... {END}")
+        raise ValueError(f"the page lacks the markers {START} ... {END}")
     return f"{head}{START}\n{reference}{END}{tail}"
 
 

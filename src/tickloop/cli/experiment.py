@@ -17,7 +17,7 @@ import click
 from tickloop.inert import inert
 
 _DIR = click.Path(path_type=Path, file_okay=False)
-#: ``experiment run`` finished, but some sessions were refused or crashed (README "Exit codes").
+#: ``experiment run`` finished, but some sessions were refused or crashed (docs/exit-codes.md).
 EXIT_SESSIONS_FAILED = 3
 
 

