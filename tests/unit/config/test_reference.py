@@ -11,9 +11,10 @@ README = Path(__file__).parents[3] / "docs" / "configuration.md"
 
 
 def test_readme_reference_matches_the_settings_types() -> None:
-    """A key added, renamed or re-documented in code shows up in the README (regenerate to fix)."""
+    """A key added, renamed or re-documented in code shows up in the docs (regenerate to fix)."""
     text = README.read_text(encoding="utf-8")
-    assert splice(text, render()) == text, "run: python -m tickloop.config_reference --write docs/configuration.md"
+    fix = "run: python -m tickloop.config_reference --write docs/configuration.md"
+    assert splice(text, render()) == text, fix
 
 
 def test_reference_covers_every_section_with_defaults() -> None:
