@@ -83,7 +83,9 @@ def _print(result: Any, label: str, scenarios: int, repeat: int) -> None:
         click.echo(line)
     below = [s.check for s in result.stats if s.meets_bar is False]
     verdict = "meets the bar on every check" if not below else f"below the bar on: {', '.join(below)}"
-    click.echo(f"\n{verdict}.\nArm the executor only for a model that meets the bar (docs/models.md: operator eval).")
+    click.echo(
+        f"\n{verdict}.\nArm the executor only for a model that meets the bar (docs/models.md: operator eval)."
+    )
 
 
 def _plain(result: Any, label: str) -> dict[str, Any]:
