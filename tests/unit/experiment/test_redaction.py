@@ -6,7 +6,7 @@ import ipaddress
 import string
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tickloop.experiment.redaction import CLASSES, Redactor, report
@@ -76,6 +76,7 @@ PLANTS = st.one_of(
 
 
 @settings(max_examples=500, deadline=None)
+@example(before="", after="and/or", plant=("path", "/o"), wrap="{}")
 @given(before=prose, after=prose, plant=PLANTS, wrap=st.sampled_from(["{}", "`{}`", "({})", "'{}'"]))
 def test_every_planted_class_is_scrubbed_and_the_prose_around_it_kept(
     before: str, after: str, plant: tuple[str, str], wrap: str
@@ -86,9 +87,10 @@ def test_every_planted_class_is_scrubbed_and_the_prose_around_it_kept(
     text = f"{before} {wrap.format(value)} {after}"
     redactor = _redactor()
     out = redactor.scrub(text)
-    assert value not in out
     assert out.startswith(f"{before} ")
     assert out.endswith(f" {after}")
+    # the prose may hold the value's characters itself ("/o" inside "and/or"): look where it was planted
+    assert value not in out[len(before) + 1 : len(out) - len(after) - 1]
     assert redactor.counts[kind] >= 1, (kind, value, out)
 
 
