@@ -35,6 +35,7 @@ WRONG_TYPE = {
     "executor": ('[executor]\nbatch = "ten"\n', "batch"),
     "tools": ('[tools]\nmaxRounds = "many"\n', "maxRounds"),
     "web": ("[web]\nbaseUrl = 8\n", "baseUrl"),
+    "mcp": ('[mcp]\nautoAllow = "note"\n', "autoAllow"),
 }
 SECTIONS = sorted(SECTION_TYPES)
 
