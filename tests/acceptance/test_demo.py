@@ -68,7 +68,9 @@ def test_make_demo_runs_an_operator_day_and_a_verified_tick_session(tmp_path: Pa
     assert "tick done: considered=2 executed=2 skipped=0 failed=0 handoff=1 dry=true" in out
     assert "DRY-RUN spend->notify+handoff: WOULD notify the person to purchase manually" in out
     assert "fast: noop waiting for the person's decision on intent 2" in out
-    assert "tick done: considered=1 executed=1 skipped=0 failed=0 handoff=0 dry=false" in out
+    # the dry pass only previewed (issue 25): the armed pass then executes all three for real
+    assert "intent 2 -> would be completed (spend, dry-run); left approved" in out
+    assert "tick done: considered=3 executed=3 skipped=0 failed=0 handoff=1 dry=false" in out
     assert "SMTP sink received 1 message(s):\n  from operator@example.org to ada@example.org" in out
     assert "⏱ tick (tickloop 3/3)" in out
     assert "⚙ list_dir" in out
