@@ -41,7 +41,8 @@ def runner(config: str, out: str, sessions: int, steps: int, concurrency: int) -
     return {"seconds": seconds, "cpu": cpu, "requests": summary.ran * (steps + 1)}  # + each opening turn
 
 
-async def _sdk(base_url: str, requests: int, concurrency: int) -> float:
+async def sdk_seconds(base_url: str, requests: int, concurrency: int) -> float:
+    """Seconds the bare ``openai`` SDK takes to stream ``requests`` replies, ``concurrency`` at a time."""
     import openai  # noqa: PLC0415
 
     client = openai.AsyncOpenAI(base_url=base_url, api_key="none", max_retries=0)
@@ -66,7 +67,7 @@ def sdk(base_url: str, requests: int, concurrency: int) -> dict[str, float]:
     import openai  # noqa: F401, PLC0415  (the SDK's one-time import is start-up, not throughput)
 
     cpu = time.process_time()
-    seconds = asyncio.run(_sdk(base_url, requests, concurrency))
+    seconds = asyncio.run(sdk_seconds(base_url, requests, concurrency))
     return {"seconds": seconds, "cpu": time.process_time() - cpu, "requests": requests}
 
 

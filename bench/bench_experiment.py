@@ -87,24 +87,9 @@ def overhead(sessions: int) -> None:
 async def _bare_sdk(base_url: str, requests: int, concurrency: int) -> float:
     """Requests per second of the bare ``openai`` SDK streaming from the same server, ``concurrency``
     at a time: the ceiling one Python process reaches before any harness work."""
-    import openai  # noqa: PLC0415
+    from bench._experiment_child import sdk_seconds  # noqa: PLC0415
 
-    client = openai.AsyncOpenAI(base_url=base_url, api_key="none", max_retries=0)
-    left = iter(range(requests))
-
-    async def worker() -> None:
-        for _ in left:
-            stream = await client.chat.completions.create(
-                model="tickloop-test", messages=[{"role": "user", "content": "tick"}], stream=True
-            )
-            async for _chunk in stream:
-                pass
-
-    started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(concurrency)))
-    elapsed = time.perf_counter() - started
-    await client.close()
-    return requests / elapsed
+    return requests / await sdk_seconds(base_url, requests, concurrency)
 
 
 def throughput(sessions: int) -> None:

@@ -118,16 +118,7 @@ class IntentOps(SqlBase):
             if current is None:
                 raise NotFoundError(f"no intent {intent_id} in profile {profile!r}")
             check_decidable(intent_id, IntentStatus(current["status"]), target)
-            made = tx.one(
-                "add_decision",
-                profile=profile,
-                intent_id=intent_id,
-                kind=kind,
-                by_whom=by,
-                note=note,
-                now=now,
-            )
-            assert made is not None
+            made = _add_decision(tx, profile, intent_id, kind, by=by, note=note, now=now)
             moved = tx.one(
                 "decide_intent", profile=profile, id=intent_id, status=target, decision_id=made["id"], now=now
             )
@@ -146,16 +137,7 @@ class IntentOps(SqlBase):
                 raise NotFoundError(f"no intent {intent_id} in profile {profile!r}")
             found = rows.intent(current)
             target = machine.reconcile_target(kind, found.status, found.verdict)
-            made = tx.one(
-                "add_decision",
-                profile=profile,
-                intent_id=intent_id,
-                kind=kind,
-                by_whom=by,
-                note=note,
-                now=now,
-            )
-            assert made is not None
+            made = _add_decision(tx, profile, intent_id, kind, by=by, note=note, now=now)
             moved = tx.one(
                 "reconcile_intent",
                 profile=profile,
@@ -350,3 +332,14 @@ def check_ending(status: IntentStatus) -> IntentStatus:
         allowed = ", ".join(sorted(machine.ENDINGS))
         raise ConflictError(f"an intent cannot be finished as {target}; use one of: {allowed}")
     return target
+
+
+def _add_decision(
+    tx: Any, profile: str, intent_id: int, kind: DecisionKind, *, by: str, note: str, now: datetime
+) -> dict[str, Any]:
+    """Record the person's decision (inside the caller's transaction, before the intent moves)."""
+    made: dict[str, Any] | None = tx.one(
+        "add_decision", profile=profile, intent_id=intent_id, kind=kind, by_whom=by, note=note, now=now
+    )
+    assert made is not None
+    return made
