@@ -335,10 +335,10 @@ def check_ending(status: IntentStatus) -> IntentStatus:
 
 
 def _add_decision(
-    tx: Any, profile: str, intent_id: int, kind: DecisionKind, *, by: str, note: str, now: datetime
-) -> dict[str, Any]:
+    tx: Tx, profile: str, intent_id: int, kind: DecisionKind, *, by: str, note: str, now: datetime
+) -> Row:
     """Record the person's decision (inside the caller's transaction, before the intent moves)."""
-    made: dict[str, Any] | None = tx.one(
+    made = tx.one(
         "add_decision", profile=profile, intent_id=intent_id, kind=kind, by_whom=by, note=note, now=now
     )
     assert made is not None
