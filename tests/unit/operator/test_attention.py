@@ -13,6 +13,7 @@ from tickloop.operator.attention import (
     Candidate,
     Check,
     Kind,
+    Screening,
     VoiceCheck,
     Window,
     quiet_until,
@@ -252,3 +253,31 @@ def test_the_voice_threshold_also_passes_at_exactly_its_value() -> None:
     assert voice_arbiter(0.8, sent_today=0, live_conversation=False, settings=DEFAULTS) is VoiceCheck.SPEAK
     below = voice_arbiter(0.8 - 1e-9, sent_today=0, live_conversation=False, settings=DEFAULTS)
     assert below is VoiceCheck.VOICE_THRESHOLD
+
+
+@pytest.mark.parametrize(
+    ("candidate", "expected"),
+    [
+        (Candidate(Kind.APPROVAL, "approve email", score=0.1), Screening(Check.EXEMPT, deliver=True)),
+        (Candidate(Kind.RECOVERY, "it cleared", score=0.1), Screening(Check.EXEMPT, deliver=True)),
+        (GOOD, Screening(Check.BUDGET, deliver=True, needs_budget=True)),
+        (Candidate(Kind.NOTICE, "meh", score=0.5), Screening(Check.BELOW_THRESHOLD)),
+    ],
+)
+def test_a_screening_says_whether_to_deliver_and_whether_it_spends_the_budget(
+    candidate: Candidate, expected: Screening
+) -> None:
+    """Approvals and recovery notices are delivered without spending the budget; an ordinary notice is
+    delivered only through the budget; a silenced one is not delivered at all."""
+    assert screen(candidate, now=NOON, settings=DEFAULTS) == expected
+
+
+def test_the_first_approval_of_the_day_is_delivered_even_with_a_cap_of_one() -> None:
+    """With no approvals counted yet today, an approval is under a cap of 1 (the count defaults to 0)."""
+    capped = msgspec.structs.replace(DEFAULTS, approval_cap=1)
+    first = screen(Candidate(Kind.APPROVAL, "approve", score=0.1), now=NOON, settings=capped)
+    assert first == Screening(Check.EXEMPT, deliver=True)
+    second = screen(
+        Candidate(Kind.APPROVAL, "approve", score=0.1), now=NOON, settings=capped, approvals_today=1
+    )
+    assert second == Screening(Check.APPROVAL_CAP, to_digest=True)

@@ -103,3 +103,37 @@ def test_any_text_compiles_or_raises_only_policy_error(text: str) -> None:
         assert exc.rule in {"policy.text_blank", "policy.text_not_unicode"}
     else:
         assert policy.time_step_bytes == len(text.encode("utf-8"))
+
+
+@pytest.mark.parametrize(
+    ("policy_id", "text", "rule", "says"),
+    [
+        (
+            "1bad",
+            "tick",
+            "policy.id_invalid",
+            r"policy id '1bad' is invalid: it must start with an ASCII letter",
+        ),
+        ("p", 7, "policy.text_not_string", r"policy 'p': the text must be a string, got int"),
+        (
+            "p",
+            "a\ud800b",
+            "policy.text_not_unicode",
+            r"policy 'p': .*not well-formed Unicode \(lone surrogate at index 1\)",
+        ),
+        ("p", " \n\t", "policy.text_blank", r"policy 'p': the text is blank"),
+        (
+            "p",
+            "x" * 4097,
+            "policy.text_too_long",
+            r"policy 'p': the text is 4097 UTF-8 bytes; the limit is 4096",
+        ),
+    ],
+)
+def test_each_refusal_names_the_policy_the_rule_and_the_numbers(
+    policy_id: object, text: object, rule: str, says: str
+) -> None:
+    """A refused policy's message names the id and what was wrong, with the numbers, and its rule id."""
+    with pytest.raises(PolicyError, match=says) as caught:
+        compile_policy(policy_id, text)
+    assert caught.value.rule == rule
