@@ -281,3 +281,15 @@ def test_the_first_approval_of_the_day_is_delivered_even_with_a_cap_of_one() -> 
         Candidate(Kind.APPROVAL, "approve", score=0.1), now=NOON, settings=capped, approvals_today=1
     )
     assert second == Screening(Check.APPROVAL_CAP, to_digest=True)
+
+
+@pytest.mark.parametrize(
+    ("hour", "held_until"),
+    [(12, None), (13, 15), (14, 15), (15, None), (23, None), (2, None)],
+)
+def test_quiet_hours_within_one_day_hold_only_inside_them(hour: int, held_until: int | None) -> None:
+    """A window that does not wrap midnight (13 -> 15) holds only from 13:00 to 15:00."""
+    daytime = msgspec.structs.replace(DEFAULTS, quiet_start=13, quiet_end=15)
+    now = NOON.replace(hour=hour)
+    expected = None if held_until is None else NOON.replace(hour=held_until)
+    assert quiet_until(now, daytime) == expected
