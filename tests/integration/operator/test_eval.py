@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_ticks_cli import tickloop
 
 from tickloop.config import load_settings
 from tickloop.models.base import ChatMessage
@@ -177,17 +176,6 @@ def cli_env(tmp_path: Path, config: str = "") -> dict[str, str]:
         HOME=str(tmp_path), TICKLOOP_CONFIG=str(tmp_path / "config.toml"), XDG_STATE_HOME=str(tmp_path / "s")
     )
     return env
-
-
-def tickloop(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tickloop", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
 
 
 def test_the_cli_prints_the_table_and_json(tmp_path: Path) -> None:
