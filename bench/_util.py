@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from statistics import median
 
 
@@ -48,3 +50,19 @@ def report_rounds(
     figures = f"{value:>14,.1f}{unit}  baseline {baseline:>14,.1f}{unit}  ratio {ratio:6.3f}"
     print(f"{name:<48} {figures}{spread}{suffix}")
     return ratio
+
+
+def peak_rss_kib(child: subprocess.Popen[bytes], *, every_s: float = 0.02) -> int:
+    """Wait for ``child`` and return its peak RSS in KiB, read from its own ``VmHWM`` while it runs
+    (``ru_maxrss`` would count the forking parent instead). Fails if the child exits non-zero."""
+    peak, status = 0, Path(f"/proc/{child.pid}/status")
+    while child.poll() is None:
+        try:
+            for line in status.read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]))
+        except (OSError, ValueError, IndexError):
+            pass  # it exited between poll() and the read
+        time.sleep(every_s)
+    assert child.returncode == 0, (child.args, child.returncode)
+    return peak

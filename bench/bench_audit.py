@@ -23,6 +23,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bench._util import peak_rss_kib
 from tickloop.audit import session_file_name, verify_file
 from tickloop.audit.replay import replay
 from tickloop.protocol.ledger import GENESIS, RecordType, canonical, chain_digest, record
@@ -154,17 +155,7 @@ def child_peak_mib(args: list[str], cwd: Path) -> float:
     child = subprocess.Popen(
         [sys.executable, "-m", "tickloop", *args], cwd=cwd, env=env, stdout=subprocess.DEVNULL
     )
-    peak, status = 0, Path(f"/proc/{child.pid}/status")
-    while child.poll() is None:
-        try:
-            for line in status.read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    peak = max(peak, int(line.split()[1]))
-        except (OSError, ValueError, IndexError):
-            pass  # it exited between poll() and the read
-        time.sleep(0.02)
-    assert child.returncode == 0, (args, child.returncode)
-    return peak / 1024
+    return peak_rss_kib(child) / 1024
 
 
 def run(*, quick: bool = False) -> None:

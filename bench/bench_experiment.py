@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from bench._slow_fsync import build_shim, filesystem, fsync_ms, preload_env
+from bench._util import peak_rss_kib
 from tickloop.config import load_settings
 from tickloop.experiment.runner import Runner
 from tickloop.experiment.spec import parse_spec
@@ -156,17 +157,7 @@ def peak_rss(sessions: int) -> int:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        peak, status = 0, Path(f"/proc/{child.pid}/status")
-        while child.poll() is None:
-            try:
-                for line in status.read_text().splitlines():
-                    if line.startswith("VmHWM:"):
-                        peak = max(peak, int(line.split()[1]))
-            except (OSError, ValueError, IndexError):
-                pass  # it exited between poll() and the read
-            time.sleep(0.05)
-        assert child.returncode == 0, child.returncode
-        return peak
+        return peak_rss_kib(child, every_s=0.05)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
