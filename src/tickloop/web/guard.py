@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import parse_qs, quote
 
 import anyio.to_thread
@@ -242,16 +242,22 @@ class Guards:
         wanted = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         if safe_next(wanted) and wanted != "/":
             response = RedirectResponse(f"/login?next={quote(wanted, safe='')}", status_code=303)
-            response.set_cookie(
-                NEXT_COOKIE,
-                wanted,
-                max_age=600,
-                httponly=True,
-                samesite="lax",
-                secure=self.config.tls or self.config.secure_cookies,
-                path="/login",
-            )
+            self._login_cookie(response, NEXT_COOKIE, wanted, samesite="lax")
         return response
+
+    def _login_cookie(
+        self, response: Response, name: str, value: str, *, samesite: Literal["lax", "strict"]
+    ) -> None:
+        """A short-lived cookie only the login form reads (its CSRF token, or where to go after it)."""
+        response.set_cookie(
+            name,
+            value,
+            max_age=600,
+            httponly=True,
+            samesite=samesite,
+            secure=self.config.tls or self.config.secure_cookies,
+            path="/login",
+        )
 
     # -- login ---------------------------------------------------------------------------------------
 
@@ -267,15 +273,7 @@ class Guards:
             pre=pre,
             next=wanted if safe_next(wanted) else "",
         )
-        response.set_cookie(
-            PRE_COOKIE,
-            pre,
-            max_age=600,
-            httponly=True,
-            samesite="strict",
-            secure=self.config.tls or self.config.secure_cookies,
-            path="/login",
-        )
+        self._login_cookie(response, PRE_COOKIE, pre, samesite="strict")
         return response
 
     async def login(self, request: Request) -> Response:
