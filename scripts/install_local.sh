@@ -61,7 +61,7 @@ if $check_only; then
 fi
 
 started=$(date +%s)
-wheel=$(find "$wheel_dir" -maxdepth 1 -name "llama_cpp_python-$version-*.whl" 2>/dev/null | head -n1)
+wheel=$(find "$wheel_dir" -maxdepth 1 -name "llama_cpp_python-$version-*.whl" 2>/dev/null | head -n1 || true)  # a fresh machine has no $wheel_dir yet
 if [ -z "$wheel" ]; then
   echo "local extra: compiling llama.cpp $version (portable: $flags)"
   echo "  into $wheel_dir; measured: 19-36 min on 2 shared cores (README: A real local model)"
