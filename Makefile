@@ -39,8 +39,11 @@ typecheck: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
+# One pytest worker per core (pytest-xdist); worksteal evens out the few long tests. Tests share nothing
+# a second worker could break: each has its own tmp dirs, HOME, ports (0) and PostgreSQL schema.
+PYTEST_WORKERS ?= auto
 unit: $(STAMP)
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
