@@ -38,6 +38,7 @@ from tickloop.models.base import (
 from tickloop.models.chunks import _chunk_choices, _chunk_model, _chunk_usage, _ShapeError, _ToolCallParts
 from tickloop.models.failures import context_text, is_connect_failure, root_cause, server_message, status_text
 from tickloop.models.grammar import grammar_schema
+from tickloop.models.wire import wire_messages
 from tickloop.system import is_loopback_host
 
 if TYPE_CHECKING:
@@ -108,6 +109,7 @@ class OpenAICompatModel:
         max_tokens: int | None = None,
         api_key_env: str | None = None,
         keep_alive: bool | None = None,
+        vision: bool = False,
     ) -> None:
         self.name = name
         self.label = label or f"{name} ({model})"
@@ -120,6 +122,8 @@ class OpenAICompatModel:
         self.server_props: Mapping[str, Any] | None = None
         self.temperature = temperature
         self.max_tokens = max_tokens
+        #: the endpoint takes images: tool images go to it as image parts (``tickloop.models.wire``)
+        self.vision = vision
         #: only for messages ("check $DEEPSEEK_API_KEY"); the key itself is never shown
         self.api_key_env = api_key_env
         #: reuse idle connections between calls. Default: only for remote hosts, where a new TLS
@@ -344,8 +348,10 @@ class OpenAICompatModel:
         return client
 
     def _body(self, messages: Sequence[ChatMessage], **fields: Any) -> dict[str, Any]:
-        """The chat-completions request: the model, the messages verbatim, ``fields``, sampling."""
-        body: dict[str, Any] = {"model": self.model, "messages": _wire(messages), **fields}
+        """The chat-completions request: the model, the messages (tool images as image parts for a
+        ``vision`` endpoint), ``fields``, sampling."""
+        wire = wire_messages(messages, vision=self.vision)
+        body: dict[str, Any] = {"model": self.model, "messages": wire, **fields}
         if self.temperature is not None:
             body["temperature"] = self.temperature
         if self.max_tokens is not None:
@@ -434,7 +440,3 @@ def _json_stream() -> Any:
     from openai import AsyncStream  # noqa: PLC0415  (already imported by the client)
 
     return AsyncStream[object]
-
-
-def _wire(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
-    return [m.to_wire() for m in messages]
