@@ -378,13 +378,24 @@ def _client_info() -> Any:
     return Implementation(name="tickloop", version=__version__)
 
 
-def _log_path(server: str) -> Path:
-    """``$XDG_STATE_HOME/tickloop/mcp-logs/SERVER.log`` (the directory 0700)."""
+def log_path(server: str) -> Path:
+    """Where a stdio server's stderr goes: ``$XDG_STATE_HOME/tickloop/mcp-logs/SERVER.log``."""
     from tickloop.dirs import user_state_path  # noqa: PLC0415
 
-    folder = user_state_path() / "mcp-logs"
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return folder / f"{_NAME_UNSAFE.sub('_', server)}.log"
+    return user_state_path() / "mcp-logs" / f"{_NAME_UNSAFE.sub('_', server)}.log"
+
+
+def server_logs(tool_names: Sequence[str]) -> dict[str, Path]:
+    """The stderr logs that exist of the servers whose tools (``SERVER__tool``) were called."""
+    servers = sorted({name.split(SEPARATOR, 1)[0] for name in tool_names if SEPARATOR in name})
+    return {server: path for server in servers if (path := log_path(server)).is_file()}
+
+
+def _log_path(server: str) -> Path:
+    """``log_path(server)``, its directory made (0700)."""
+    path = log_path(server)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
 
 
 _REFUSALS = {
