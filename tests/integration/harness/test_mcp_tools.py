@@ -383,3 +383,24 @@ async def test_http_refusals_name_their_status(
         refuser.server_close()
         thread.join(timeout=10)
     assert any(n.startswith("MCP server remote: could not start: ") and words in n for n in notices), notices
+
+
+@pytest.mark.parametrize("bad", [False, True])
+async def test_structured_content_is_used_only_when_valid_for_the_output_schema(
+    tmp_path: Path, bad: bool
+) -> None:
+    """Structured content that meets the tool's outputSchema is what the model reads; content that
+    breaks it is refused as an error result naming the tool, not passed on."""
+    notices: list[str] = []
+    raw = settings(tmp_path)
+    if bad:
+        raw["mcp"]["counter"]["env"]["BAD_SCHEMA"] = "1"
+    with OpenAIServer(default=Reply.text("done")) as server:
+        server.script(Reply.tool_calls(("w", "counter__weather", "{}")))
+        await drive(chat(tmp_path, server, raw, notices), ["weather"])
+    (result,) = results(tmp_path)
+    if bad:
+        assert result["status"] == "error"
+        assert "Invalid structured content returned by tool weather" in result["result"]
+    else:
+        assert (result["status"], json.loads(result["result"])) == ("ok", {"temperature": 36.5})
