@@ -253,6 +253,6 @@ async def test_mcp_commands_refuse_bad_lines_at_once(tmp_path: Path) -> None:
     assert texts[1] == "usage: /mcp read SERVER URI"
     assert "'Paris' is not ARG=VALUE" in texts[2]
     assert "cannot read the line" in texts[3]
-    assert texts[4].startswith("usage: /mcp resources")
+    assert texts[4].startswith("usage:\n  /mcp resources [SERVER]")
     assert cleared is not None
     assert cleared.text.startswith("dropped 0 inserted block(s)")

@@ -20,7 +20,11 @@ is told it may or may not have taken effect, and it is never re-run. HTTP refusa
 status (401, 403, 429 with its ``Retry-After``). The client introduces itself as ``tickloop`` with
 its version, and a stdio server's stderr goes to ``STATE/mcp-logs/NAME.log``.
 
-The SDK is imported only here, and this module only when a server is configured.
+What a result becomes (text, images for a vision model, validated ``structuredContent``) is
+``mcp_content``; the person's ``/mcp`` commands over resources and prompts are ``mcp_commands``,
+through ``McpProvider.request``.
+
+The SDK is imported only in these modules, and they only when a server is configured.
 """
 
 from __future__ import annotations

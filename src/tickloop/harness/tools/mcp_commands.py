@@ -24,10 +24,12 @@ from tickloop.harness.tools.mcp_content import binary_text, block_text
 if TYPE_CHECKING:
     from tickloop.harness.agent import Agent
 
-USAGE = (
-    "usage: /mcp resources [SERVER] · /mcp prompts [SERVER] · /mcp read SERVER URI · "
-    "/mcp prompt SERVER NAME [ARG=VALUE ...] · /mcp clear"
-)
+USAGE = """usage:
+  /mcp resources [SERVER]                  list the servers' resources and resource templates
+  /mcp prompts [SERVER]                    list their prompts and each prompt's arguments
+  /mcp read SERVER URI                     insert a resource before your next message
+  /mcp prompt SERVER NAME [ARG=VALUE ...]  insert a filled prompt before your next message
+  /mcp clear                               drop what was inserted and not sent yet"""
 #: pages of a listing asked for at most (a server that pages forever is cut off)
 MAX_PAGES = 10
 
@@ -52,7 +54,7 @@ class McpCommands:
         try:
             words = shlex.split(line)[1:]
         except ValueError as exc:
-            return CommandResult(f"/mcp: cannot read the line ({exc}); {USAGE}", ok=False)
+            return CommandResult(f"/mcp: cannot read the line ({exc})\n{USAGE}", ok=False)
         verb, args = (words[0], words[1:]) if words else ("", [])
         handler = {
             "resources": self._resources,
