@@ -404,3 +404,31 @@ async def test_structured_content_is_used_only_when_valid_for_the_output_schema(
         assert "Invalid structured content returned by tool weather" in result["result"]
     else:
         assert (result["status"], json.loads(result["result"])) == ("ok", {"temperature": 36.5})
+
+
+async def test_mcp_commands_exist_only_with_mcp_servers(tmp_path: Path) -> None:
+    """/mcp is a command of a chat with MCP servers (listed by /help), and not of one without."""
+    with OpenAIServer(default=Reply.text("done")) as server:
+        with_mcp = chat(tmp_path, server, settings(tmp_path), [])
+        await with_mcp.start()
+        try:
+            listed = with_mcp.submit("/help")
+            resources = with_mcp.submit("/mcp resources counter")
+        finally:
+            await with_mcp.close()
+        workspace = open_chat_agent(
+            OpenAICompatModel("test", base_url=server.base_url, model="tickloop-test", timeout_s=5),
+            sessions_dir=tmp_path / "sessions",
+            session_id="w",
+            tick=None,
+            toolbox=open_toolbox(
+                tools_settings({"enabled": ["workspace"], "workspace": {"root": str(tmp_path)}})
+            ),
+        )
+        names = workspace.commands.names()
+        workspace.session.close()
+    assert listed is not None
+    assert "/mcp" in listed.text
+    assert resources is not None
+    assert (resources.ok, resources.text) == (True, "asking counter for resources")
+    assert "mcp" not in names
