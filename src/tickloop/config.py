@@ -77,6 +77,8 @@ class EndpointSettings(msgspec.Struct, **_STRUCT):
     temperature: Annotated[float, msgspec.Meta(ge=0, le=2)] | None = None
     #: answer length cap sent with every request; unset: the server's default
     max_tokens: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    #: the model accepts images: images from MCP tools reach it as image parts (else a placeholder)
+    vision: bool = False
 
 
 class ModelSettings(msgspec.Struct, **_STRUCT):

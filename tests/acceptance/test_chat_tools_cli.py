@@ -134,6 +134,9 @@ def test_kill_9_during_a_tool_call_then_recovery_and_resume_never_repeat_the_cal
     )
     assert "⚙ counter__bump" in shown.stdout
     assert "outcome unknown" in shown.stdout
+    log = Path(os.environ["XDG_STATE_HOME"], "tickloop", "mcp-logs", "counter.log")
+    assert log.is_file()
+    assert f"MCP server counter: its stderr is in {log}" in shown.stdout.splitlines()
 
 
 def test_ctrl_c_during_a_tool_call_interrupts_the_turn_and_stops_the_call(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -9,7 +10,7 @@ import click
 from tickloop.cli.chat_render import time_step_label, tool_line
 from tickloop.harness import DEFAULT_SESSIONS_DIR
 from tickloop.harness.catalog import list_sessions, load_session
-from tickloop.harness.session import Terminal
+from tickloop.harness.session import Terminal, Turn
 from tickloop.inert import inert
 from tickloop.protocol.envelope import is_time_step
 
@@ -68,6 +69,16 @@ def show(session_id: str, sessions_dir: Path) -> None:
         if turn.reply is not None:
             click.echo(f"    assistant> {_block(turn.reply.text, len('    assistant> '))}")
         click.echo(f"    -- {_terminal_text(turn.terminal)}")
+    _server_logs(session.turns)
+
+
+def _server_logs(turns: Sequence[Turn]) -> None:
+    """Name the stderr log of each MCP server whose tools the session called."""
+    from tickloop.harness.tools.mcp import server_logs  # noqa: PLC0415  (only for sessions with tools)
+
+    names = [call.name for turn in turns for rnd in turn.rounds for call in rnd.calls]
+    for server, path in server_logs(names).items() if names else ():
+        click.echo(f"MCP server {inert(server, keep_newlines=False)}: its stderr is in {path}")
 
 
 def _block(text: str, indent: int) -> str:

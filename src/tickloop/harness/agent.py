@@ -104,6 +104,7 @@ class Agent:
         self.plugins = tuple(plugins)
         self._listeners = list(listeners)
         self._queue: deque[Message] = deque()
+        self._attached: list[str] = []  #: blocks the person inserted for their next message
         self._wakeup = asyncio.Event()
         self._changed = asyncio.Event()
         self._stream: asyncio.Task[Usage | None] | None = None
@@ -223,7 +224,8 @@ class Agent:
             refused = CommandResult("not sent: the message is not well-formed Unicode", ok=False)
             self.emit(Notice(refused.text, error=True))
             return refused
-        message = Message(role="user", content=(text,), source=USER_SOURCE)
+        message = Message(role="user", content=(*self._attached, text), source=USER_SOURCE)
+        self._attached.clear()
         for plugin in self.plugins:
             # Optional hook: a plugin reacts to a person's message before it queues (e.g. the tick
             # plugin cancels a pending time step at once rather than when its timer comes due).
@@ -235,6 +237,18 @@ class Agent:
                     self.emit(Notice(f"plugin {plugin.name} failed on a message: {exc!r}", error=True))
         self.enqueue(message)
         return None
+
+    def attach(self, text: str) -> None:
+        """Insert ``text`` before the person's next message (``/mcp read``, ``/mcp prompt``): it is
+        a part of that message, so it reaches the model with it and never by itself."""
+        self._attached.append(text)
+        self.notify_changed()
+
+    def clear_attached(self) -> int:
+        """Drop what ``attach`` inserted and no message has taken yet; how many blocks were dropped."""
+        dropped = len(self._attached)
+        self._attached.clear()
+        return dropped
 
     def enqueue(self, message: Message) -> None:
         """Queue an input; it starts at the next turn boundary."""
@@ -415,7 +429,8 @@ def _round_messages(rnd: ToolRound) -> list[ChatMessage]:
     for call in rnd.calls:
         result = rnd.result_of(call.id)
         content = model_text(result) if result is not None else "[tool output: none yet]"
-        out.append(ChatMessage("tool", content, tool_call_id=call.id))
+        images = result.images if result is not None else ()
+        out.append(ChatMessage("tool", content, tool_call_id=call.id, images=images))
     return out
 
 

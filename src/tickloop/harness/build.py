@@ -73,7 +73,7 @@ def open_chat_agent(
     plugins: list[Plugin] = []
     if tick is not None:
         plugins.append(open_tick_plugin(tick, session_id, timers=timers, durability=durability))
-    return Agent(
+    agent = Agent(
         model,
         session,
         plugins=plugins,
@@ -83,3 +83,8 @@ def open_chat_agent(
         max_rounds=max_rounds,
         durability=durability,
     )
+    if toolbox:  # /mcp, when some of its providers are MCP servers
+        from tickloop.harness.tools.mcp_commands import install  # noqa: PLC0415  (only with tools)
+
+        install(agent)
+    return agent

@@ -42,17 +42,43 @@ class ToolCall:
 
 
 @dataclass(frozen=True, slots=True)
+class ImagePart:
+    """An image a tool returned: its bytes (base64) stay in memory for the model; the transcript
+    keeps only ``placeholder``, its type, size and sha256."""
+
+    mime: str
+    data: str  #: base64, as the tool sent it
+    size: int  #: bytes once decoded
+    sha256: str  #: ``sha256:...`` of the decoded bytes
+
+    @property
+    def placeholder(self) -> str:
+        """What a model that takes no images reads, and what the transcript records."""
+        return f"[image content not shown: {self.mime}, {self.size} bytes, {self.sha256}]"
+
+    @property
+    def attached(self) -> str:
+        """What a vision model reads in place of ``placeholder``: the image follows as an image part."""
+        return f"[image content: {self.mime}, {self.size} bytes, {self.sha256}; attached below as an image]"
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"type": "image_url", "image_url": {"url": f"data:{self.mime};base64,{self.data}"}}
+
+
+@dataclass(frozen=True, slots=True)
 class ChatMessage:
     """One message on the wire: what the model sees (no sources, no commands).
 
     An assistant message may carry the ``tool_calls`` it made; a ``tool`` message answers the call
-    ``tool_call_id``.
+    ``tool_call_id``, and may carry the ``images`` its tool returned (only a provider whose endpoint
+    takes images sends them; ``to_wire`` leaves them out, their placeholders in ``content``).
     """
 
     role: str  #: system, user, assistant or tool
     content: str
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
+    images: tuple[ImagePart, ...] = ()
 
     def to_wire(self) -> dict[str, Any]:
         wire: dict[str, Any] = {"role": self.role, "content": self.content}

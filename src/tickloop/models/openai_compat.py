@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
@@ -30,13 +31,14 @@ from tickloop.models.base import (
     Finished,
     StreamEvent,
     TextDelta,
-    ToolCall,
     ToolCalls,
     ToolSpec,
     Usage,
 )
+from tickloop.models.chunks import _chunk_choices, _chunk_model, _chunk_usage, _ShapeError, _ToolCallParts
 from tickloop.models.failures import context_text, is_connect_failure, root_cause, server_message, status_text
 from tickloop.models.grammar import grammar_schema
+from tickloop.models.wire import wire_messages
 from tickloop.system import is_loopback_host
 
 if TYPE_CHECKING:
@@ -70,6 +72,16 @@ _SCHEMA_NAME = re.compile(r"[^A-Za-z0-9_-]")
 _KEYLIKE = re.compile(r"\b(sk|key|token)-[A-Za-z0-9_\-]{8,}")
 
 
+@dataclass(slots=True)
+class _Gathered:
+    """What a ``complete`` stream has given so far."""
+
+    parts: list[str] = field(default_factory=list)
+    usage: Usage | None = None
+    finish: str | None = None
+    started: bool = False
+
+
 class OpenAICompatModel:
     """A ``ChatModel`` for one OpenAI-compatible endpoint.
 
@@ -97,6 +109,7 @@ class OpenAICompatModel:
         max_tokens: int | None = None,
         api_key_env: str | None = None,
         keep_alive: bool | None = None,
+        vision: bool = False,
     ) -> None:
         self.name = name
         self.label = label or f"{name} ({model})"
@@ -109,6 +122,8 @@ class OpenAICompatModel:
         self.server_props: Mapping[str, Any] | None = None
         self.temperature = temperature
         self.max_tokens = max_tokens
+        #: the endpoint takes images: tool images go to it as image parts (``tickloop.models.wire``)
+        self.vision = vision
         #: only for messages ("check $DEEPSEEK_API_KEY"); the key itself is never shown
         self.api_key_env = api_key_env
         #: reuse idle connections between calls. Default: only for remote hosts, where a new TLS
@@ -187,7 +202,6 @@ class OpenAICompatModel:
         client between tokens (llama.cpp, llama-cpp-python, vLLM) stop generating; a server answering
         a non-streamed request would go on generating for nobody. ``finish_reason`` ``length`` on the
         result means the cap cut the answer off."""
-        client = self._get_client()
         limit = self.max_tokens if self.max_tokens is not None else max_tokens
         if json_schema is not None and self.response_format == "auto":
             self.response_format = await self._detect_format()
@@ -199,42 +213,46 @@ class OpenAICompatModel:
         )
         if limit is not None:
             body["max_tokens"] = limit
-        parts: list[str] = []
-        usage: Usage | None = None
-        finish: str | None = None
-        started = False
+        gathered = _Gathered()
         try:
             async with asyncio.timeout(self.timeout_s):
-                response = await client.post(
-                    "/chat/completions",
-                    body=body,
-                    cast_to=object,
-                    stream=True,
-                    stream_cls=_json_stream(),
-                    options=_BEARER_AUTH,
-                )
-                async with response:  # closed on every exit: the server sees the client leave
-                    async for chunk in response:
-                        started = True
-                        for text, reason in _chunk_choices(chunk):
-                            parts.append(text or "")
-                            finish = reason or finish
-                        usage = _chunk_usage(chunk) or usage
+                await self._gather(body, gathered)
         except TimeoutError:
-            raise ModelError(
-                self._where(
-                    f"no answer within {self.timeout_s:g} s (the whole answer is bounded by timeoutS); "
-                    "the request was cancelled (its connection closed, so the server stops "
-                    "generating). Lower maxTokens, or raise timeoutS for this endpoint if it is just slow."
-                )
-            ) from None
+            raise ModelError(self._where(self._deadline_text())) from None
         except (asyncio.CancelledError, ModelError):
             raise
         except Exception as exc:  # noqa: BLE001  (the contract: ANY provider failure is a ModelError)
-            raise self._error(exc, mid_stream=started, messages=messages, max_tokens=limit) from None
-        if finish is None:
+            raise self._error(exc, mid_stream=gathered.started, messages=messages, max_tokens=limit) from None
+        if gathered.finish is None:
             raise ModelError(self._where("the stream ended before the model finished (no finish_reason)"))
-        return Completion("".join(parts), usage, self.model, finish_reason=finish, max_tokens=limit)
+        text = "".join(gathered.parts)
+        return Completion(text, gathered.usage, self.model, finish_reason=gathered.finish, max_tokens=limit)
+
+    async def _gather(self, body: dict[str, Any], into: _Gathered) -> None:
+        """Stream one request's answer into ``into``; the response is closed on every exit, so the
+        server sees the client leave."""
+        response = await self._get_client().post(
+            "/chat/completions",
+            body=body,
+            cast_to=object,
+            stream=True,
+            stream_cls=_json_stream(),
+            options=_BEARER_AUTH,
+        )
+        async with response:
+            async for chunk in response:
+                into.started = True
+                for text, reason in _chunk_choices(chunk):
+                    into.parts.append(text or "")
+                    into.finish = reason or into.finish
+                into.usage = _chunk_usage(chunk) or into.usage
+
+    def _deadline_text(self) -> str:
+        return (
+            f"no answer within {self.timeout_s:g} s (the whole answer is bounded by timeoutS); "
+            "the request was cancelled (its connection closed, so the server stops "
+            "generating). Lower maxTokens, or raise timeoutS for this endpoint if it is just slow."
+        )
 
     # -- beyond the interface ----------------------------------------------------------------------
 
@@ -330,8 +348,10 @@ class OpenAICompatModel:
         return client
 
     def _body(self, messages: Sequence[ChatMessage], **fields: Any) -> dict[str, Any]:
-        """The chat-completions request: the model, the messages verbatim, ``fields``, sampling."""
-        body: dict[str, Any] = {"model": self.model, "messages": _wire(messages), **fields}
+        """The chat-completions request: the model, the messages (tool images as image parts for a
+        ``vision`` endpoint), ``fields``, sampling."""
+        wire = wire_messages(messages, vision=self.vision)
+        body: dict[str, Any] = {"model": self.model, "messages": wire, **fields}
         if self.temperature is not None:
             body["temperature"] = self.temperature
         if self.max_tokens is not None:
@@ -390,10 +410,6 @@ class OpenAICompatModel:
         return _KEYLIKE.sub("[redacted]", text)
 
 
-class _ShapeError(Exception):
-    """The server's JSON parsed but is not a chat completion (the SDK does not validate it)."""
-
-
 def _content_text(exc: Exception, *, mid_stream: bool) -> str:
     import openai  # noqa: PLC0415  (already imported by the call that failed)
 
@@ -424,80 +440,3 @@ def _json_stream() -> Any:
     from openai import AsyncStream  # noqa: PLC0415  (already imported by the client)
 
     return AsyncStream[object]
-
-
-def _wire(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
-    return [m.to_wire() for m in messages]
-
-
-def _object(value: object, what: str) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping):
-        raise _ShapeError(f"{what} is {type(value).__name__}, not a JSON object")
-    return value
-
-
-def _chunk_usage(chunk: object) -> Usage | None:
-    usage = _object(chunk, "a stream chunk").get("usage")
-    if usage is None:
-        return None
-    counts = _object(usage, "usage")
-    prompt, completion = counts.get("prompt_tokens"), counts.get("completion_tokens")
-    if not isinstance(prompt, int) or not isinstance(completion, int):
-        raise _ShapeError("usage.prompt_tokens or usage.completion_tokens is not an integer")
-    return Usage(input_tokens=prompt, output_tokens=completion)
-
-
-def _chunk_model(chunk: object) -> str | None:
-    """The model id a chunk says answered; bounded, since it is the server's text."""
-    model = _object(chunk, "a stream chunk").get("model")
-    return model[:200] if isinstance(model, str) and model else None
-
-
-def _chunk_choices(chunk: object) -> list[tuple[str | None, str | None]]:
-    """(text, finish_reason) per choice of one stream chunk, its shape checked."""
-    choices = _object(chunk, "a stream chunk").get("choices") or []
-    if not isinstance(choices, list):
-        raise _ShapeError(f"choices is {type(choices).__name__}, not a list")
-    out: list[tuple[str | None, str | None]] = []
-    for choice in choices:
-        fields = _object(choice, "a choice")
-        text = _object(fields.get("delta") or {}, "a choice's delta").get("content")
-        reason = fields.get("finish_reason")
-        if not isinstance(text, str | None) or not isinstance(reason, str | None):
-            raise _ShapeError("a choice's delta.content or finish_reason is not a string")
-        out.append((text, reason))
-    return out
-
-
-class _ToolCallParts:
-    """Streamed ``tool_calls`` deltas of the first choice, assembled per ``index``: the first delta
-    of a call carries its id and name, later ones carry pieces of its arguments text."""
-
-    def __init__(self) -> None:
-        self.parts: dict[int, tuple[str, str, list[str]]] = {}
-
-    def feed(self, chunk: object) -> None:
-        choices = _object(chunk, "a stream chunk").get("choices") or []
-        for choice in choices[:1]:
-            delta = _object(_object(choice, "a choice").get("delta") or {}, "a choice's delta")
-            deltas = delta.get("tool_calls") or []
-            if not isinstance(deltas, list):
-                raise _ShapeError("delta.tool_calls is not a list")
-            for item in deltas:
-                self._one(_object(item, "a tool_calls delta"))
-
-    def _one(self, item: Mapping[str, Any]) -> None:
-        index = item.get("index", len(self.parts))
-        function = _object(item.get("function") or {}, "a tool call's function")
-        call_id, name, args = item.get("id"), function.get("name"), function.get("arguments")
-        if not isinstance(index, int) or not all(isinstance(v, str | None) for v in (call_id, name, args)):
-            raise _ShapeError("a tool_calls delta has a non-integer index or non-string id/name/arguments")
-        old_id, old_name, pieces = self.parts.get(index, ("", "", []))
-        pieces.append(args or "")
-        self.parts[index] = (old_id or call_id or "", old_name or name or "", pieces)
-
-    def assembled(self) -> tuple[ToolCall, ...]:
-        return tuple(
-            ToolCall(id=call_id or f"call_{index}", name=name, arguments="".join(pieces))
-            for index, (call_id, name, pieces) in sorted(self.parts.items())
-        )

@@ -127,6 +127,7 @@ def openai_compat_model(
         response_format=endpoint.response_format or _default_response_format(name),
         temperature=endpoint.temperature,
         max_tokens=endpoint.max_tokens,
+        vision=endpoint.vision,
     )
 
 

@@ -5,7 +5,8 @@ for ``label == "slow"``, then sleeps ``$SLOW_S`` seconds; ``echo(text)`` returns
 ``auth()`` returns the HTTP Authorization header it was called with; ``boom()`` raises; ``die()``
 ends the server process; ``whoami()`` returns the client's name and version from ``initialize``;
 ``grow()`` adds the tool ``extra`` and sends ``notifications/tools/list_changed``; ``get.x`` and
-``get_x`` (with ``$COLLIDE`` set) collide once sanitised. With ``$PID_FILE`` set it writes its pid
+``get_x`` (with ``$COLLIDE`` set) collide once sanitised; ``weather()`` returns structured content (which
+breaks its advertised outputSchema with ``$BAD_SCHEMA`` set). With ``$PID_FILE`` set it writes its pid
 there; ``--http PORT`` serves streamable HTTP on 127.0.0.1 instead of stdio.
 """
 
@@ -15,8 +16,11 @@ import asyncio
 import os
 import sys
 from pathlib import Path
+from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel
 
 app = MCPServer("counter")
 
@@ -86,6 +90,27 @@ def get_dot_x() -> str:
 def get_under_x() -> str:
     """The second of them."""
     return "get_x"
+
+
+class Weather(BaseModel):
+    """What ``weather`` returns."""
+
+    temperature: float
+
+
+@app.tool()
+def weather() -> Annotated[CallToolResult, Weather]:
+    """Structured content valid for the outputSchema it declares (except with ``$BAD_SCHEMA`` set),
+    and a text that differs from it."""
+    text = TextContent(type="text", text="it is warm")
+    return CallToolResult(content=[text], structured_content={"temperature": 36.5})
+
+
+if os.environ.get("BAD_SCHEMA"):
+    # advertise a schema the result does not meet: the client, not the server, must catch it
+    schema = app._tool_manager.get_tool("weather").output_schema
+    assert schema is not None
+    schema["properties"]["temperature"]["type"] = "string"
 
 
 if os.environ.get("COLLIDE"):

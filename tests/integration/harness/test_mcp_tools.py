@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -17,13 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.peers import NODE, SERVER_EVERYTHING, require
 
 from tickloop import __version__
 from tickloop.audit import session_file_name
-from tickloop.cli.chat_render import progress_line
 from tickloop.harness import Agent, AgentEvent, Notice, open_chat_agent
-from tickloop.harness.events import ToolCallEnded, ToolCallProgress
 from tickloop.harness.tools import open_toolbox, tools_settings
 from tickloop.models.openai_compat import OpenAICompatModel
 from tickloop.testing.openai_server import OpenAIServer, Reply
@@ -389,92 +385,50 @@ async def test_http_refusals_name_their_status(
     assert any(n.startswith("MCP server remote: could not start: ") and words in n for n in notices), notices
 
 
-def everything(tmp_path: Path) -> dict[str, Any]:
-    """@modelcontextprotocol/server-everything (nobody here wrote it) as the server ``everything``."""
-    node, script = str(require(NODE)), str(require(SERVER_EVERYTHING).resolve())
-    return {"mcp": {"everything": {"command": [node, script, "stdio"], "startTimeoutS": 60}}}
-
-
-@pytest.mark.timeout(240)
-async def test_server_everything_structured_content_and_images(tmp_path: Path) -> None:
-    """Against server-everything: structured content valid for the outputSchema is what the model
-    reads; an image is recorded by its type, size and sha256, its bytes never sent to the model."""
+@pytest.mark.parametrize("bad", [False, True])
+async def test_structured_content_is_used_only_when_valid_for_the_output_schema(
+    tmp_path: Path, bad: bool
+) -> None:
+    """Structured content that meets the tool's outputSchema is what the model reads; content that
+    breaks it is refused as an error result naming the tool, not passed on."""
     notices: list[str] = []
+    raw = settings(tmp_path)
+    if bad:
+        raw["mcp"]["counter"]["env"]["BAD_SCHEMA"] = "1"
     with OpenAIServer(default=Reply.text("done")) as server:
-        server.script(
-            Reply.tool_calls(
-                ("w", "everything__get-structured-content", '{"location": "Chicago"}'),
-                ("i", "everything__get-tiny-image", "{}"),
-            )
-        )
-        await drive(chat(tmp_path, server, everything(tmp_path), notices), ["weather and a picture"])
-        sent = json.dumps(server.bodies()[-1]["messages"])
-    weather, image = results(tmp_path)
-    assert weather["status"] == "ok"
-    assert json.loads(weather["result"]) == {
-        "conditions": "Light rain / drizzle",
-        "humidity": 82,
-        "temperature": 36,
-    }
-    assert image["status"] == "ok"
-    assert re.search(
-        r"\[image content not shown: image/png, \d+ bytes, sha256:[0-9a-f]{64}\]", image["result"]
-    )
-    assert "iVBORw0KGgo" not in sent  # no base64 PNG reached the model
+        server.script(Reply.tool_calls(("w", "counter__weather", "{}")))
+        await drive(chat(tmp_path, server, raw, notices), ["weather"])
+    (result,) = results(tmp_path)
+    if bad:
+        assert result["status"] == "error"
+        assert "Invalid structured content returned by tool weather" in result["result"]
+    else:
+        assert (result["status"], json.loads(result["result"])) == ("ok", {"temperature": 36.5})
 
 
-@pytest.mark.timeout(240)
-async def test_server_everything_sees_the_workspace_as_the_clients_root(tmp_path: Path) -> None:
-    """The client declares roots; server-everything then offers get-roots-list (the chat re-lists
-    its tools on list_changed), and the root it reports is the workspace directory."""
-    notices: list[str] = []
-    raw = {**everything(tmp_path), "workspace": {"root": str(tmp_path)}}
+async def test_mcp_commands_exist_only_with_mcp_servers(tmp_path: Path) -> None:
+    """/mcp is a command of a chat with MCP servers (listed by /help), and not of one without."""
     with OpenAIServer(default=Reply.text("done")) as server:
-        server.script(Reply.tool_calls(("r", "everything__get-roots-list", "{}")))
-        agent = chat(tmp_path, server, raw, notices)
-        await agent.start()
+        with_mcp = chat(tmp_path, server, settings(tmp_path), [])
+        await with_mcp.start()
         try:
-            async with asyncio.timeout(60):
-                while "everything__get-roots-list" not in {s.name for s in agent.toolbox.specs()}:
-                    await asyncio.sleep(0.05)
-            agent.submit("roots?")
-            async with asyncio.timeout(60):
-                await agent.wait_idle()
+            listed = with_mcp.submit("/help")
+            resources = with_mcp.submit("/mcp resources counter")
         finally:
-            await agent.close()
-    (roots,) = results(tmp_path)
-    assert roots["status"] == "ok"
-    assert tmp_path.resolve().as_uri() in roots["result"]
-
-
-@pytest.mark.timeout(240)
-async def test_server_everything_progress_reaches_the_chat_while_the_call_runs(tmp_path: Path) -> None:
-    """The client sends a progressToken; server-everything's progress notifications arrive as
-    ToolCallProgress events before the call ends, and the chat shows each as a tool line."""
-    seen: list[Any] = []
-    with OpenAIServer(default=Reply.text("done")) as server:
-        server.script(
-            Reply.tool_calls(
-                ("p", "everything__trigger-long-running-operation", '{"duration": 2, "steps": 4}')
-            )
-        )
-        model = OpenAICompatModel("test", base_url=server.base_url, model="tickloop-test", timeout_s=5)
-        agent = open_chat_agent(
-            model,
+            await with_mcp.close()
+        workspace = open_chat_agent(
+            OpenAICompatModel("test", base_url=server.base_url, model="tickloop-test", timeout_s=5),
             sessions_dir=tmp_path / "sessions",
-            session_id="m",
+            session_id="w",
             tick=None,
-            toolbox=open_toolbox(tools_settings(everything(tmp_path))),
-            listeners=[
-                lambda event: (
-                    seen.append(event) if isinstance(event, ToolCallProgress | ToolCallEnded) else None
-                )
-            ],
+            toolbox=open_toolbox(
+                tools_settings({"enabled": ["workspace"], "workspace": {"root": str(tmp_path)}})
+            ),
         )
-        await drive(agent, ["run it"])
-    progress = [e for e in seen if isinstance(e, ToolCallProgress)]
-    ended = [i for i, e in enumerate(seen) if isinstance(e, ToolCallEnded)]
-    assert [(e.progress, e.total) for e in progress] == [(1, 4), (2, 4), (3, 4), (4, 4)]
-    assert seen.index(progress[-1]) < ended[0]  # while the call ran, not after
-    assert seen[ended[0]].result.ok
-    assert progress_line(progress[1]).startswith("⚙ everything__trigger-long-running-operation … 2/4")
+        names = workspace.commands.names()
+        workspace.session.close()
+    assert listed is not None
+    assert "/mcp" in listed.text
+    assert resources is not None
+    assert (resources.ok, resources.text) == (True, "asking counter for resources")
+    assert "mcp" not in names

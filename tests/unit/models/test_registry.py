@@ -85,7 +85,16 @@ def test_an_endpoint_from_toml_gets_its_key_from_the_environment(tmp_path: Path)
         30,
     )
     assert (model.response_format, model.temperature) == ("json_object", 0)
+    assert model.vision is False
     assert KEY not in repr(model)
+
+
+def test_vision_true_on_an_endpoint_reaches_its_provider(tmp_path: Path) -> None:
+    """``vision = true`` on an endpoint makes its provider send tool images as image parts."""
+    settings = settings_from(tmp_path, DEEPSEEK + "vision = true\n")
+    model = get_model("deepseek", settings, {"DEEPSEEK_API_KEY": KEY})
+    assert isinstance(model, OpenAICompatModel)
+    assert model.vision is True
 
 
 async def test_a_key_can_come_from_the_env_file(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ from tickloop.harness.tools.base import (
     Tool,
     Toolbox,
     ToolError,
+    ToolOutput,
     ToolProvider,
     ToolSet,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "McpServerSettings",
     "Tool",
     "ToolError",
+    "ToolOutput",
     "ToolProvider",
     "ToolSet",
     "Toolbox",

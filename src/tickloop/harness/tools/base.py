@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
-from tickloop.models.base import ToolCall, ToolSpec
+from tickloop.models.base import ImagePart, ToolCall, ToolSpec
 from tickloop.sha256 import sha256
 
 #: characters of a tool's result kept for the model and the transcript
@@ -52,13 +52,22 @@ class OutcomeUnknownError(ToolError):
     effect is not known. Recorded as outcome ``unknown``, like an interrupted call; never re-run."""
 
 
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """A result with images (an MCP tool's image content): ``text`` holds each image's placeholder,
+    which is all the transcript keeps of it."""
+
+    text: str
+    images: tuple[ImagePart, ...] = ()
+
+
 class Tool(Protocol):
     """One callable tool."""
 
     @property
     def spec(self) -> ToolSpec: ...
 
-    async def __call__(self, arguments: Mapping[str, Any]) -> str:
+    async def __call__(self, arguments: Mapping[str, Any]) -> str | ToolOutput:
         """Run with validated-as-JSON ``arguments``; raise ``ToolError`` (or anything) on failure."""
         ...
 
@@ -68,15 +77,16 @@ class FunctionTool:
     """A tool made of a spec and an async function."""
 
     spec: ToolSpec
-    function: Callable[[Mapping[str, Any]], Awaitable[str]]
+    function: Callable[[Mapping[str, Any]], Awaitable[str | ToolOutput]]
 
-    async def __call__(self, arguments: Mapping[str, Any]) -> str:
+    async def __call__(self, arguments: Mapping[str, Any]) -> str | ToolOutput:
         return await self.function(arguments)
 
 
 @dataclass(frozen=True, slots=True)
 class CallResult:
-    """What one call produced. ``text`` is capped; ``sha256`` is of the whole result."""
+    """What one call produced. ``text`` is capped; ``sha256`` is of the whole result. ``images`` live
+    in memory only (a reopened session has their placeholders, in ``text``)."""
 
     call: ToolCall
     status: CallStatus
@@ -84,6 +94,7 @@ class CallResult:
     duration_ms: int
     sha256: str
     chars: int  #: length of the whole result before the cap
+    images: tuple[ImagePart, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -159,13 +170,15 @@ class Toolbox:
         started = time.monotonic()
         token = CALL_PROGRESS.set(progress)
         try:
-            status, text = await self._attempt(call)
+            status, output = await self._attempt(call)
         finally:
             CALL_PROGRESS.reset(token)
         elapsed = int((time.monotonic() - started) * 1000)
-        return CallResult(call, status, cap(text, self.result_cap), elapsed, digest(text), len(text))
+        text, images = (output.text, output.images) if isinstance(output, ToolOutput) else (output, ())
+        capped = cap(text, self.result_cap)
+        return CallResult(call, status, capped, elapsed, digest(text), len(text), images)
 
-    async def _attempt(self, call: ToolCall) -> tuple[CallStatus, str]:
+    async def _attempt(self, call: ToolCall) -> tuple[CallStatus, str | ToolOutput]:
         tool = self._by_name().get(call.name)
         arguments = _arguments(call) if tool is not None else self._missing(call.name)
         if isinstance(arguments, str):

@@ -20,15 +20,17 @@ is told it may or may not have taken effect, and it is never re-run. HTTP refusa
 status (401, 403, 429 with its ``Retry-After``). The client introduces itself as ``tickloop`` with
 its version, and a stdio server's stderr goes to ``STATE/mcp-logs/NAME.log``.
 
-The SDK is imported only here, and this module only when a server is configured.
+What a result becomes (text, images for a vision model, validated ``structuredContent``) is
+``mcp_content``; the person's ``/mcp`` commands over resources and prompts are ``mcp_commands``,
+through ``McpProvider.request``.
+
+The SDK is imported only in these modules, and they only when a server is configured.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import json
 import os
 import re
 import shlex
@@ -36,15 +38,22 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tickloop.errors import extra_hint
-from tickloop.harness.tools.base import CALL_PROGRESS, FunctionTool, OutcomeUnknownError, Tool, ToolError
+from tickloop.harness.tools.base import (
+    CALL_PROGRESS,
+    FunctionTool,
+    OutcomeUnknownError,
+    Tool,
+    ToolError,
+    ToolOutput,
+)
+from tickloop.harness.tools.mcp_content import joined_text, tool_output
 from tickloop.models.base import ToolSpec
-from tickloop.sha256 import sha256
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -263,12 +272,12 @@ class McpProvider:
     def _tool(self, name: str, description: str, schema: Mapping[str, Any]) -> Tool:
         spec = ToolSpec(tool_name(self.name, name), f"[MCP server {self.name}] {description}"[:1024], schema)
 
-        async def call(arguments: Mapping[str, Any]) -> str:
+        async def call(arguments: Mapping[str, Any]) -> str | ToolOutput:
             return await self._call(name, arguments)
 
         return FunctionTool(spec, call)
 
-    async def _call(self, name: str, arguments: Mapping[str, Any]) -> str:
+    async def _call(self, name: str, arguments: Mapping[str, Any]) -> str | ToolOutput:
         session = self._session
         if session is None or self._failure is not None:
             raise ToolError(f"MCP server {self.name} is not available ({self._failure or 'not started'})")
@@ -285,15 +294,25 @@ class McpProvider:
                 raise OutcomeUnknownError(f"MCP server {self.name}: the connection closed mid-call") from None
             refused = self._refused(exc)
             raise ToolError(f"MCP server {self.name}: {refused or _describe(exc)}") from None
-        text = "\n".join(_block_text(block) for block in result.content)
         if result.is_error:
-            raise ToolError(f"{name} reported an error: {text}")
-        structured = result.structured_content
-        # the SDK has checked it against the tool's outputSchema (a mismatch raised above); a bare
-        # {"result": TEXT} is only how the Python SDK wraps a plain return, so the text says it
-        if structured is not None and self._schemas.get(name) is not None and structured != {"result": text}:
-            return json.dumps(structured, ensure_ascii=False, sort_keys=True)
-        return text
+            raise ToolError(f"{name} reported an error: {joined_text(result.content)}")
+        return tool_output(result, self._schemas.get(name))
+
+    async def request(self, what: str, ask: Callable[[ClientSession], Awaitable[Any]]) -> Any:
+        """``ask(session)`` for a person's ``/mcp`` command, bounded by ``callTimeoutS``; any failure
+        is a ``ToolError`` that says what happened."""
+        session = self._session
+        if session is None or self._failure is not None:
+            raise ToolError(f"MCP server {self.name} is not available ({self._failure or 'not started'})")
+        try:
+            async with asyncio.timeout(self.options.call_timeout_s):
+                return await ask(session)
+        except TimeoutError:
+            waited = self.options.call_timeout_s
+            raise ToolError(f"MCP server {self.name}: no answer to {what} within {waited:g} s") from None
+        except Exception as exc:  # noqa: BLE001  (the server's refusal, or its death: both a message)
+            refused = self._refused(exc)
+            raise ToolError(f"MCP server {self.name}: {what}: {refused or _describe(exc)}") from None
 
     def _fail(self, why: str) -> None:
         if self._failure is None:
@@ -363,13 +382,24 @@ def _client_info() -> Any:
     return Implementation(name="tickloop", version=__version__)
 
 
-def _log_path(server: str) -> Path:
-    """``$XDG_STATE_HOME/tickloop/mcp-logs/SERVER.log`` (the directory 0700)."""
+def log_path(server: str) -> Path:
+    """Where a stdio server's stderr goes: ``$XDG_STATE_HOME/tickloop/mcp-logs/SERVER.log``."""
     from tickloop.dirs import user_state_path  # noqa: PLC0415
 
-    folder = user_state_path() / "mcp-logs"
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return folder / f"{_NAME_UNSAFE.sub('_', server)}.log"
+    return user_state_path() / "mcp-logs" / f"{_NAME_UNSAFE.sub('_', server)}.log"
+
+
+def server_logs(tool_names: Sequence[str]) -> dict[str, Path]:
+    """The stderr logs that exist of the servers whose tools (``SERVER__tool``) were called."""
+    servers = sorted({name.split(SEPARATOR, 1)[0] for name in tool_names if SEPARATOR in name})
+    return {server: path for server in servers if (path := log_path(server)).is_file()}
+
+
+def _log_path(server: str) -> Path:
+    """``log_path(server)``, its directory made (0700)."""
+    path = log_path(server)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
 
 
 _REFUSALS = {
@@ -409,25 +439,6 @@ def _find_status(exc: BaseException, depth: int) -> tuple[int, Any] | None:
         if found is not None:
             return found
     return None
-
-
-def _block_text(block: Any) -> str:
-    """A text block's text; an image or audio block as its type, size and sha256 (recorded in the
-    transcript; its bytes are not sent to the model)."""
-    text = getattr(block, "text", None)
-    if isinstance(text, str):
-        return text
-    kind = getattr(block, "type", "content")
-    data = getattr(block, "data", None)
-    if not isinstance(data, str):
-        return f"[{kind} content not shown]"
-    try:
-        raw = base64.b64decode(data, validate=True)
-    except ValueError:
-        return f"[{kind} content not shown: not valid base64]"
-    mime = str(getattr(block, "mime_type", "") or "unknown type")[:80]
-    digest = "sha256:" + sha256(raw).hexdigest()
-    return f"[{kind} content not shown: {mime}, {len(raw)} bytes, {digest}]"
 
 
 def _describe(exc: BaseException) -> str:
