@@ -34,8 +34,10 @@ async def test_a_stalled_answer_is_given_up_at_the_timeout_and_the_server_sees_t
 ) -> None:
     """A server that goes silent mid-answer gets a ModelError within the timeout, and sees its
     connection closed then, not when it next writes."""
+    # warm with a patient client: the SDK's first-call imports (seconds on a loaded machine) are not
+    # the server's time, and must not spend the 0.5 s under test
+    await _model(server, timeout_s=30).complete(HELLO)
     model = _model(server, timeout_s=0.5)
-    await model.complete(HELLO)  # warm: the SDK's first-call imports are not the server's time
     server.default = Reply.stall(after=1, seconds=30)
     started = time.monotonic()
     with pytest.raises(ModelError, match=r"no answer within 0.5 s.*cancelled"):
@@ -77,7 +79,10 @@ async def test_cancelling_a_completion_closes_its_connection(server: OpenAIServe
     """A caller that gives up (its task cancelled) closes the request at once."""
     server.default = Reply.generating(200, seconds_per_token=0.02)
     task = asyncio.create_task(_model(server, timeout_s=30).complete(HELLO))
-    await asyncio.sleep(0.3)
+    deadline = time.monotonic() + 10
+    while not server.bodies() and time.monotonic() < deadline:  # the request is being answered
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.1)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
