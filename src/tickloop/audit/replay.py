@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tickloop.audit.ledger import DEFAULT_MAX_RECORD_BYTES, LineReader, file_checks
+from tickloop.audit.replay_report import Disagreement, ReplayReport, RunRow
 from tickloop.audit.transcript import TranscriptReader, Turn, shared
 from tickloop.errors import LedgerError
 from tickloop.filenames import session_file_name
@@ -33,7 +34,9 @@ from tickloop.protocol.ledger import (
     MAX_REPORTED,
     RecordType,
 )
-from tickloop.protocol.verify import Checks, Verifier, VerifyReport
+from tickloop.protocol.verify import Checks, Verifier
+
+__all__ = ["Disagreement", "ReplayReport", "RunRow", "replay", "transcript_path"]
 
 #: Cancels that claim the state changed: the transcript must show the change (a person's message).
 _STATE_CANCELS = frozenset({CANCEL_STATE_CHANGED, CANCEL_PERSON_MESSAGE})
@@ -41,18 +44,6 @@ _STATE_CANCELS = frozenset({CANCEL_STATE_CHANGED, CANCEL_PERSON_MESSAGE})
 _CLOSE_WHILE_ENQUEUED = frozenset(
     {"stop.user", "stop.disposed", "stop.inconsistent_turn", "recover.orphaned_run"}
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Disagreement:
-    """One place where the ledger and the transcript disagree: which file, which line, what."""
-
-    path: Path
-    line: int
-    message: str
-
-    def render(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
 
 
 @dataclass(slots=True)
@@ -83,76 +74,6 @@ class _Run:
     close_rule: str | None = None
     open_step: int = 0  #: the step enqueued without a terminal when the run closed
     disagreements: int = 0
-
-
-@dataclass(slots=True)
-class RunRow:
-    """One line of the per-run table."""
-
-    run_id: str
-    policy_id: str
-    requested: Any
-    enqueued: int
-    matched: int
-    closed: str
-    disagreements: int
-
-
-@dataclass(slots=True)
-class ReplayReport:
-    """The per-run table, every disagreement (the first ``max_reported`` kept), and the ledger's own check."""
-
-    ledger: Path
-    transcript: Path
-    rows: list[RunRow] = field(default_factory=list)
-    disagreements: list[Disagreement] = field(default_factory=list)
-    disagreement_count: int = 0
-    records: int = 0
-    turns: int = 0
-    verify: VerifyReport | None = None
-    max_reported: int = MAX_REPORTED
-
-    @property
-    def ok(self) -> bool:
-        return self.disagreement_count == 0
-
-    def add(self, item: Disagreement) -> None:
-        self.disagreement_count += 1
-        if len(self.disagreements) < self.max_reported:
-            self.disagreements.append(item)
-
-    def table(self) -> list[str]:
-        head = ("run", "policy", "requested", "enqueued", "in transcript", "closed", "disagreements")
-        rows = [head] + [
-            (
-                r.run_id[:12],
-                r.policy_id[:24],
-                str(r.requested)[:12],
-                str(r.enqueued),
-                str(r.matched),
-                r.closed[:40],
-                str(r.disagreements),
-            )
-            for r in self.rows
-        ]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
-        return [
-            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-            for row in rows
-        ]
-
-    def summary(self) -> str:
-        steps = sum(r.matched for r in self.rows)
-        state = "replay ok" if self.ok else f"{self.disagreement_count} disagreement(s)"
-        counts = f"{self.records} ledger records, {self.turns} transcript turns, {len(self.rows)} runs"
-        return f"{state}: {self._ledger_said()}{counts}, {steps} steps matched"
-
-    def _ledger_said(self) -> str:
-        """The session the ledger names, and what its verification said of its chain and macs."""
-        if self.verify is None or self.verify.session is None:
-            return ""
-        notes = f" ({'; '.join(self.verify.notes)})" if self.verify.notes else ""
-        return f"session {self.verify.session[:80]!r}{notes}, "
 
 
 def transcript_path(sessions_dir: Path, session_id: str) -> Path:
