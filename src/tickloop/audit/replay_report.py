@@ -48,6 +48,8 @@ class ReplayReport:
     turns: int = 0
     verify: VerifyReport | None = None
     max_reported: int = MAX_REPORTED
+    runs: int = 0  #: every run; ``rows`` keeps the first ``max_reported``
+    steps_matched: int = 0
 
     @property
     def ok(self) -> bool:
@@ -57,6 +59,12 @@ class ReplayReport:
         self.disagreement_count += 1
         if len(self.disagreements) < self.max_reported:
             self.disagreements.append(item)
+
+    def add_row(self, row: RunRow) -> None:
+        self.runs += 1
+        self.steps_matched += row.matched
+        if len(self.rows) < self.max_reported:
+            self.rows.append(row)
 
     def table(self) -> list[str]:
         head = ("run", "policy", "requested", "enqueued", "in transcript", "closed", "disagreements")
@@ -73,16 +81,20 @@ class ReplayReport:
             for r in self.rows
         ]
         widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
-        return [
+        lines = [
             "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
             for row in rows
         ]
+        if self.runs > len(self.rows):
+            lines.append(
+                f"... and {self.runs - len(self.rows)} more run(s) (the first {len(self.rows)} are listed)"
+            )
+        return lines
 
     def summary(self) -> str:
-        steps = sum(r.matched for r in self.rows)
         state = "replay ok" if self.ok else f"{self.disagreement_count} disagreement(s)"
-        counts = f"{self.records} ledger records, {self.turns} transcript turns, {len(self.rows)} runs"
-        return f"{state}: {self._ledger_said()}{counts}, {steps} steps matched"
+        counts = f"{self.records} ledger records, {self.turns} transcript turns, {self.runs} runs"
+        return f"{state}: {self._ledger_said()}{counts}, {self.steps_matched} steps matched"
 
     def _ledger_said(self) -> str:
         """The session the ledger names, and what its verification said of its chain and macs."""

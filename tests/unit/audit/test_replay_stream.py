@@ -1,0 +1,67 @@
+"""Replay reads the ledger and the transcript in step: its memory does not grow with the files, the
+transcript's turns must start in time order, and the table lists the first runs and counts the rest."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.bench_audit import SESSION, write_session
+
+from tickloop.audit import session_file_name, verify_file
+from tickloop.audit.replay import replay
+
+
+def _peak_kib(run: Callable[[], object]) -> float:
+    tracemalloc.start()
+    try:
+        run()
+        return tracemalloc.get_traced_memory()[1] / 1024
+    finally:
+        tracemalloc.stop()
+
+
+def _own_peak_kib(records: int, tmp: Path) -> float:
+    """Replay's peak beyond verify's on the same ledger (verify remembers each closed run's id)."""
+    directory = tmp / str(records)
+    directory.mkdir()
+    ledger, sessions = write_session(directory, records)
+    assert replay(ledger, sessions).ok
+    return _peak_kib(lambda: replay(ledger, sessions)) - _peak_kib(lambda: verify_file(ledger))
+
+
+def test_replay_memory_does_not_grow_with_the_files(tmp_path: Path) -> None:
+    """Four times the records, the same peak beyond verify's: nothing per record or per turn is held
+    (the old replay kept every turn and step, about 1 KiB per record: 30 MiB more here)."""
+    small = _own_peak_kib(10_000, tmp_path)
+    large = _own_peak_kib(40_000, tmp_path)
+    assert large < small + 512, (small, large)
+
+
+def test_a_table_of_many_runs_lists_the_first_and_counts_the_rest(tmp_path: Path) -> None:
+    ledger, sessions = write_session(tmp_path, 1_500)
+    report = replay(ledger, sessions)
+    assert report.ok
+    assert len(report.rows) == report.max_reported
+    assert report.runs > report.max_reported
+    hidden, listed = report.runs - report.max_reported, report.max_reported
+    assert report.table()[-1] == f"... and {hidden} more run(s) (the first {listed} are listed)"
+    assert report.summary().endswith(f"{report.runs} runs, {3 * report.runs} steps matched")
+
+
+def test_a_turn_that_starts_before_an_earlier_one_is_a_disagreement(tmp_path: Path) -> None:
+    """A person's turn moved back in time (beyond the ledger's one-second slack) is named on its line."""
+    ledger, sessions = write_session(tmp_path, 200)
+    path = sessions / session_file_name(SESSION)
+    lines = path.read_text().splitlines()
+    last_human = max(i for i, line in enumerate(lines) if '"kind": "user"' in line)
+    rec = json.loads(lines[last_human])
+    rec["at"] = "2026-11-29T23:00:00.000Z"
+    lines[last_human] = json.dumps(rec)
+    path.write_text("\n".join(lines) + "\n")
+    report = replay(ledger, sessions)
+    found = [d for d in report.disagreements if "before an earlier turn's" in d.message]
+    assert [d.line for d in found] == [last_human + 1]
+    assert not report.ok
