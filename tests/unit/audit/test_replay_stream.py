@@ -65,3 +65,19 @@ def test_a_turn_that_starts_before_an_earlier_one_is_a_disagreement(tmp_path: Pa
     found = [d for d in report.disagreements if "before an earlier turn's" in d.message]
     assert [d.line for d in found] == [last_human + 1]
     assert not report.ok
+
+
+def test_replay_shows_an_invalid_requested_value_as_written(tmp_path: Path) -> None:
+    """The run armed for 0 is shown as armed for 0 (not for 256, the bound verify checks against)."""
+    ledger, sessions = write_session(tmp_path, 12)
+    lines = ledger.read_bytes().splitlines()
+    assert b'"requested":3' in lines[0]
+    lines[0] = lines[0].replace(b'"requested":3', b'"requested":0')
+    ledger.write_bytes(b"".join(line + b"\n" for line in lines))
+    report = replay(ledger, sessions)
+    assert report.rows[0].requested == 0
+    said = [d.message for d in report.disagreements]
+    assert any("the run was armed for 0" in m for m in said), said
+    assert any("requested in 1..256, not '0'" in m for m in said), said
+    assert any("after 3 of 0 steps" in m for m in said), said
+    assert not any("of 256" in m or "for 256" in m for m in said), said

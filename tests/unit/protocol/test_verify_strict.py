@@ -253,3 +253,16 @@ def test_a_ledger_mode_record_must_say_what_it_changes() -> None:
         report = run(lines)
         assert rules(report) == [(12, "verify.bad_field")], report.violations
         assert problem in report.violations[0].message
+
+
+# -- also: an invalid requested value is reported as itself ----------------------------------------------
+
+
+@pytest.mark.parametrize(("written", "shown"), [(b"0", "0"), (b"999", "999"), (b'"three"', "three")])
+def test_an_invalid_requested_value_is_named_as_written(written: bytes, shown: str) -> None:
+    """verify names the value the ledger wrote, never the 256 it checks the steps against."""
+    report = run(_edit(1, b'"requested":3', b'"requested":' + written))
+    messages = [v.message for v in report.violations]
+    assert any(f"not {shown!r}" in m or f"not {shown}" in m for m in messages), messages
+    assert any(f"after 3 of {shown} steps" in m for m in messages), messages
+    assert not any("256 steps" in m or "of 256" in m for m in messages), messages
