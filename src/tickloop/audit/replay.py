@@ -13,7 +13,9 @@ that each decision was right given the transcript, and that the two files tell o
   from the ledger is one the run had already been closed for (``/tick stop``, a crash);
 - a step cancelled for a state change has the change in the transcript.
 
-Both files are read line by line under a size cap; only a few fields per turn are kept.
+Both files are read in step, a line at a time under a size cap (``replay_ledger.LedgerWalk`` and
+``transcript.TranscriptReader.turns``): only the runs still open, the steps not yet paired, a short
+window of turns read ahead and the delay check's recent times (``replay_delay``) are held.
 """
 
 from __future__ import annotations
