@@ -81,3 +81,37 @@ def test_replay_shows_an_invalid_requested_value_as_written(tmp_path: Path) -> N
     assert any("requested in 1..256, not '0'" in m for m in said), said
     assert any("after 3 of 0 steps" in m for m in said), said
     assert not any("of 256" in m or "for 256" in m for m in said), said
+
+
+def _at(second: int) -> str:
+    return f"2026-11-30T{second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}.000Z"
+
+
+def test_the_delay_check_holds_recent_times_only_and_still_catches_either_order() -> None:
+    """Thousands of windows pass; a person's turn inside one is caught whether it is read before its
+    window is paired or after, and what neither file can still overlap is dropped."""
+    from tickloop.audit.replay_delay import DelayCheck  # noqa: PLC0415
+
+    said: list[tuple[int, str]] = []
+    clock = {"transcript": _at(0), "ledger": _at(0)}
+    check = DelayCheck(
+        lambda line, message, _run: said.append((line, message)),
+        transcript_time=lambda: clock["transcript"],
+        ledger_time=lambda: clock["ledger"],
+    )
+    for n in range(3000):  # a window every 10 s, 5 s long; the transcript keeps up
+        clock["transcript"] = clock["ledger"] = _at(10 * n + 6)
+        check.window(_at(10 * n), _at(10 * n + 5), f"step {n}", None)
+    assert len(check.windows) <= 1025
+    check.human(_at(29_992), 7, 70)  # inside the last window, read after it was paired
+    check.human(_at(30_002), 8, 80)  # a person's turn before its window is paired ...
+    check.window(_at(30_000), _at(30_005), "step 3000", None)  # ... is caught when it is
+    check.human(_at(30_003), 9, 90)  # a second turn in a window already reported: once per window
+
+    def message(turn: int, at: int, step: int, due: int) -> str:
+        return (
+            f"turn {turn} (a human message at {_at(at)}) came while step {step} waited for {_at(due)}, "
+            "and the ledger enqueued it instead of cancelling"
+        )
+
+    assert said == [(70, message(7, 29_992, 2999, 29_995)), (80, message(8, 30_002, 3000, 30_005))]
