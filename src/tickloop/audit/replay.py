@@ -13,27 +13,33 @@ that each decision was right given the transcript, and that the two files tell o
   from the ledger is one the run had already been closed for (``/tick stop``, a crash);
 - a step cancelled for a state change has the change in the transcript.
 
-Both files are read line by line under a size cap; only a few fields per turn are kept.
+Both files are read in step, a line at a time under a size cap (``replay_ledger.LedgerWalk`` and
+``transcript.TranscriptReader.turns``): only the runs still open, the steps not yet paired, a short
+window of turns read ahead and the delay check's recent times (``replay_delay``) are held.
 """
 
 from __future__ import annotations
 
-import bisect
-from dataclasses import dataclass, field
+from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tickloop.audit.ledger import DEFAULT_MAX_RECORD_BYTES, LineReader, file_checks
-from tickloop.audit.transcript import TranscriptReader, Turn, shared
+from tickloop.audit.ledger import DEFAULT_MAX_RECORD_BYTES, file_checks
+from tickloop.audit.replay_delay import DelayCheck
+from tickloop.audit.replay_ledger import Event, LedgerWalk, Run, Step
+from tickloop.audit.replay_report import Disagreement, ReplayReport, RunRow
+from tickloop.audit.transcript import TranscriptReader, Turn
 from tickloop.errors import LedgerError
 from tickloop.filenames import session_file_name
 from tickloop.protocol.ledger import (
     CANCEL_PERSON_MESSAGE,
     CANCEL_STATE_CHANGED,
     MAX_REPORTED,
-    RecordType,
 )
-from tickloop.protocol.verify import Checks, Verifier, VerifyReport
+from tickloop.protocol.verify import Checks
+
+__all__ = ["Disagreement", "ReplayReport", "RunRow", "replay", "transcript_path"]
 
 #: Cancels that claim the state changed: the transcript must show the change (a person's message).
 _STATE_CANCELS = frozenset({CANCEL_STATE_CHANGED, CANCEL_PERSON_MESSAGE})
@@ -41,118 +47,7 @@ _STATE_CANCELS = frozenset({CANCEL_STATE_CHANGED, CANCEL_PERSON_MESSAGE})
 _CLOSE_WHILE_ENQUEUED = frozenset(
     {"stop.user", "stop.disposed", "stop.inconsistent_turn", "recover.orphaned_run"}
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Disagreement:
-    """One place where the ledger and the transcript disagree: which file, which line, what."""
-
-    path: Path
-    line: int
-    message: str
-
-    def render(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
-
-
-@dataclass(slots=True)
-class _Step:
-    enqueued_line: int = 0
-    terminal: str | None = None
-    terminal_line: int = 0
-    cancelled_line: int = 0
-    cancel_rule: str | None = None
-    scheduled_at: str = ""  #: recordedAt of the step's tick_scheduled
-    due: str = ""  #: its dueAt
-    content: tuple[Any, Any, Any] | None = None  #: (usage, replySha256, toolResultSha256s) of its terminal
-
-
-@dataclass(slots=True)
-class _Run:
-    run_id: str
-    line: int
-    policy: tuple[Any, Any, Any]
-    requested: Any  #: as the ledger wrote it
-    resume_boundary: bool
-    armed_at: str = ""
-    steps: dict[int, _Step] = field(default_factory=dict)
-    enqueued: int = 0
-    matched: int = 0
-    close: str = "open"
-    close_line: int = 0
-    close_rule: str | None = None
-    open_step: int = 0  #: the step enqueued without a terminal when the run closed
-    disagreements: int = 0
-
-
-@dataclass(slots=True)
-class RunRow:
-    """One line of the per-run table."""
-
-    run_id: str
-    policy_id: str
-    requested: Any
-    enqueued: int
-    matched: int
-    closed: str
-    disagreements: int
-
-
-@dataclass(slots=True)
-class ReplayReport:
-    """The per-run table, every disagreement (the first ``max_reported`` kept), and the ledger's own check."""
-
-    ledger: Path
-    transcript: Path
-    rows: list[RunRow] = field(default_factory=list)
-    disagreements: list[Disagreement] = field(default_factory=list)
-    disagreement_count: int = 0
-    records: int = 0
-    turns: int = 0
-    verify: VerifyReport | None = None
-    max_reported: int = MAX_REPORTED
-
-    @property
-    def ok(self) -> bool:
-        return self.disagreement_count == 0
-
-    def add(self, item: Disagreement) -> None:
-        self.disagreement_count += 1
-        if len(self.disagreements) < self.max_reported:
-            self.disagreements.append(item)
-
-    def table(self) -> list[str]:
-        head = ("run", "policy", "requested", "enqueued", "in transcript", "closed", "disagreements")
-        rows = [head] + [
-            (
-                r.run_id[:12],
-                r.policy_id[:24],
-                str(r.requested)[:12],
-                str(r.enqueued),
-                str(r.matched),
-                r.closed[:40],
-                str(r.disagreements),
-            )
-            for r in self.rows
-        ]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
-        return [
-            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-            for row in rows
-        ]
-
-    def summary(self) -> str:
-        steps = sum(r.matched for r in self.rows)
-        state = "replay ok" if self.ok else f"{self.disagreement_count} disagreement(s)"
-        counts = f"{self.records} ledger records, {self.turns} transcript turns, {len(self.rows)} runs"
-        return f"{state}: {self._ledger_said()}{counts}, {steps} steps matched"
-
-    def _ledger_said(self) -> str:
-        """The session the ledger names, and what its verification said of its chain and macs."""
-        if self.verify is None or self.verify.session is None:
-            return ""
-        notes = f" ({'; '.join(self.verify.notes)})" if self.verify.notes else ""
-        return f"session {self.verify.session[:80]!r}{notes}, "
+_LOOKAHEAD = 256  #: plugin turns read ahead to tell an extra turn from a missing one
 
 
 def transcript_path(sessions_dir: Path, session_id: str) -> Path:
@@ -167,151 +62,142 @@ class _Replay:
         self.ledger_path = ledger
         self.sessions_dir = sessions_dir
         self.cap = max_record_bytes
-        self.checks = checks
-        self.runs: dict[str, _Run] = {}
-        self.enqueued: list[tuple[str, int, int]] = []  #: (runId, step, ledger line) in ledger order
-        self.session_id: str | None = None
-        self.turns: list[Turn] = []
-        self.by_key: dict[tuple[Any, Any] | None, Turn] = {}
-        self.human: list[tuple[str, int]] = []  #: (at, turn number) of every turn a person started
+        self.walk = LedgerWalk(ledger, checks, cap=max_record_bytes, max_reported=max_reported)
+        self.ahead: deque[Turn] = deque()  #: plugin turns read ahead of the ledger (a bounded window)
+        self.turns: Iterator[Turn] = iter(())
+        self.pending_first: list[tuple[Run, int]] = []  #: step-1 state cancels (and their line) awaiting
+        self.human_at = ""  #: the latest time a person started a turn
         self.report = ReplayReport(ledger=ledger, transcript=Path(), max_reported=max_reported)
 
-    def ledger_says(self, line: int, message: str, run: _Run | None = None) -> None:
+    def ledger_says(self, line: int, message: str, run: Run | None = None) -> None:
         self.report.add(Disagreement(self.ledger_path, line, message))
         if run is not None:
             run.disagreements += 1
 
-    def transcript_says(self, line: int, message: str, run: _Run | None = None) -> None:
+    def transcript_says(self, line: int, message: str, run: Run | None = None) -> None:
         self.report.add(Disagreement(self.report.transcript, line, message))
         if run is not None:
             run.disagreements += 1
 
-    # -- the ledger ---------------------------------------------------------------------------------
+    def open_transcript(self) -> None:
+        """Read the ledger up to the session it names, and open that session's transcript."""
+        while self.walk.session_id is None and self.walk.pull():
+            pass
+        session_id = self.walk.session_id
+        if session_id is None:
+            raise LedgerError(f"{self.ledger_path}: no readable record names a session")
+        path = transcript_path(self.sessions_dir, session_id)
+        self.report.transcript = path
+        reader = TranscriptReader(path, session_id, self.transcript_says, cap=self.cap)
+        self.turns = reader.turns()
+        self.delays = DelayCheck(
+            self.transcript_says,
+            transcript_time=lambda: reader.last_at,
+            ledger_time=lambda: self.walk.verifier.last_time,
+        )
 
-    def read_ledger(self) -> None:
-        verifier = Verifier(self.checks, max_reported=self.report.max_reported)
-        reader = LineReader(self.ledger_path, max_record_bytes=self.cap)
-        for lineno, raw in reader:
-            rec = verifier.feed(lineno, raw)
-            if rec is not None:
-                self._ledger_record(lineno, rec)
-        report = verifier.finish(torn_tail=reader.torn_size > 0)
+    # -- the two in step ----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        for event in self.walk.events():
+            if event.kind == "step":
+                self._step(event)
+                _forget(event)
+            elif event.kind == "cancel":
+                self._cancel(event)
+                _forget(event)
+            else:
+                self._row(event.run)
+        self.delays.ledger_ended()
+        while (turn := self._plugin_turn(0)) is not None:
+            self.ahead.popleft()
+            self._extra(turn)
+        for run in list(self.walk.runs.values()):
+            self._row(run)
+        for run, line in self.pending_first:
+            self._no_change(run, 1, line)
+        self._verified()
+
+    def _step(self, event: Event) -> None:
+        """Pair one enqueued step with the transcript's next plugin turn, or say which side lacks one."""
+        key = (event.run.run_id, event.step_no)
+        while (turn := self._plugin_turn(0)) is not None and turn.key != key:
+            if not self._later(key):
+                break
+            self.ahead.popleft()
+            self._extra(turn)
+        if turn is not None and turn.key == key:
+            self.ahead.popleft()
+            self._pair(event, turn)
+            return
+        self.ledger_says(
+            event.line, f"tick_enqueued {_key_text(key)} has no plugin message in the transcript", event.run
+        )
+
+    def _later(self, key: tuple[str, int]) -> bool:
+        """The key is one of the plugin turns after the first in the window read ahead."""
+        for index in range(1, _LOOKAHEAD):
+            turn = self._plugin_turn(index)
+            if turn is None:
+                return False
+            if turn.key == key:
+                return True
+        return False
+
+    def _plugin_turn(self, index: int) -> Turn | None:
+        """The ``index``-th plugin turn not yet paired, reading the transcript on as far as needed."""
+        while len(self.ahead) <= index:
+            turn = next(self.turns, None)
+            if turn is None:
+                self.delays.transcript_ended()
+                return None
+            self.report.turns += 1
+            if turn.plugin:
+                self.ahead.append(turn)
+            else:
+                self._human(turn)
+        return self.ahead[index]
+
+    def _extra(self, turn: Turn) -> None:
+        run = self.walk.runs.get(str(turn.key[0])) if turn.key else None
+        self.transcript_says(
+            turn.line, f"plugin message {_key_text(turn.key)} has no tick_enqueued in the ledger", run
+        )
+
+    def _human(self, turn: Turn) -> None:
+        self.delays.human(turn.at, turn.number, turn.line)
+        self.human_at = max(self.human_at, turn.at)
+        if self.pending_first:
+            self.pending_first = [p for p in self.pending_first if p[0].armed_at > turn.at]
+
+    def _row(self, run: Run) -> None:
+        self.report.add_row(
+            RunRow(
+                run.run_id,
+                str(run.policy[0]),
+                run.requested,
+                run.enqueued,
+                run.matched,
+                run.close,
+                run.disagreements,
+            )
+        )
+        self.walk.runs.pop(run.run_id, None)
+
+    def _verified(self) -> None:
+        report = self.walk.report
+        assert report is not None
         self.report.verify = report
         self.report.records = report.records
         for violation in report.violations:
             self.ledger_says(violation.line, f"{violation.rule}: {violation.message}")
         self.report.disagreement_count += report.violation_count - len(report.violations)
-        if self.session_id is None:
-            raise LedgerError(f"{self.ledger_path}: no readable record names a session")
 
-    def _ledger_record(self, lineno: int, rec: dict[str, Any]) -> None:
-        if self.session_id is None:
-            self.session_id = str(rec["sessionId"])
-        kind, run_id = rec["type"], rec.get("runId")
-        if not isinstance(run_id, str):
-            return
-        run_id = shared(run_id)
-        if kind == RecordType.LOOP_ARMED:
-            if run_id not in self.runs:
-                requested = rec.get("requested")
-                self.runs[run_id] = _Run(
-                    run_id=run_id,
-                    line=lineno,
-                    policy=(rec.get("policyId"), rec.get("timeStepSha256"), rec.get("timeStepBytes")),
-                    requested=requested,  # as written, even when invalid (verify names it)
-                    resume_boundary=rec.get("resumeBoundary") is True,
-                    armed_at=str(rec["recordedAt"]),
-                )
-            return
-        run = self.runs.get(run_id)
-        step_no = rec.get("step")
-        if run is None:
-            return
-        if kind in (RecordType.LOOP_COMPLETE, RecordType.LOOP_STOPPED):
-            run.close, run.close_line = f"{kind.removeprefix('loop_')} ({rec.get('rule')})", lineno
-            run.close_rule = rec.get("rule") if isinstance(rec.get("rule"), str) else None
-            last = run.steps.get(run.enqueued)
-            if last is not None and last.enqueued_line and last.terminal is None:
-                run.open_step = run.enqueued
-            return
-        if not isinstance(step_no, int):
-            return
-        step = run.steps.setdefault(step_no, _Step())
-        if kind == RecordType.TICK_ENQUEUED:
-            step.enqueued_line = lineno
-            run.enqueued += 1
-            self.enqueued.append((run_id, step_no, lineno))
-        elif kind == RecordType.TICK_TERMINAL:
-            step.terminal, step.terminal_line = shared(str(rec.get("status"))), lineno
-            usage = False if rec.get("usageReported") is False else rec.get("usage")
-            results = rec.get("toolResultSha256s")
-            step.content = (
-                usage,
-                shared(rec.get("replySha256")),
-                tuple(results) if isinstance(results, list) and results else (),
-            )
-        elif kind == RecordType.TICK_CANCELLED:
-            step.cancelled_line, step.cancel_rule = lineno, rec.get("rule")
-        elif kind == RecordType.TICK_SCHEDULED:
-            step.scheduled_at, step.due = str(rec["recordedAt"]), str(rec.get("dueAt", ""))
-
-    # -- the transcript -----------------------------------------------------------------------------
-
-    def read_transcript(self) -> None:
-        assert self.session_id is not None
-        path = transcript_path(self.sessions_dir, self.session_id)
-        self.report.transcript = path
-        reader = TranscriptReader(path, self.session_id, self.transcript_says, cap=self.cap)
-        reader.read()
-        self.turns = reader.turns
-        self.report.turns = len(self.turns)
-
-    # -- the two together ---------------------------------------------------------------------------
-
-    def match(self) -> None:
-        plugin_turns = [turn for turn in self.turns if turn.plugin]
-        needed = {  # the turns a state-change cancel is checked against: few, so only those are indexed
-            (run.run_id, step_no - 1)
-            for run in self.runs.values()
-            for step_no, step in run.steps.items()
-            if step.cancelled_line and step.cancel_rule in _STATE_CANCELS
-        }
-        self.by_key = {turn.key: turn for turn in reversed(plugin_turns) if turn.key in needed}
-        self.human = sorted((turn.at, turn.number) for turn in self.turns if not turn.plugin)
-        last: dict[tuple[Any, Any] | None, int] = {}  #: where each key's last plugin message is
-        for index, plugin_turn in enumerate(plugin_turns):
-            last[plugin_turn.key] = index
-        i = j = 0
-        while i < len(self.enqueued) or j < len(plugin_turns):
-            ledger_key = self.enqueued[i][:2] if i < len(self.enqueued) else None
-            turn = plugin_turns[j] if j < len(plugin_turns) else None
-            if turn is not None and ledger_key is not None and turn.key == ledger_key:
-                self._pair(self.enqueued[i][2], turn)
-                i, j = i + 1, j + 1
-            elif turn is not None and (ledger_key is None or last.get(ledger_key, -1) > j):
-                run = self.runs.get(str(turn.key[0])) if turn.key else None
-                self.transcript_says(
-                    turn.line,
-                    f"plugin message {_key_text(turn.key)} has no tick_enqueued in the ledger",
-                    run,
-                )
-                j += 1
-            else:
-                assert ledger_key is not None
-                self.ledger_says(
-                    self.enqueued[i][2],
-                    f"tick_enqueued {_key_text(ledger_key)} has no plugin message in the transcript",
-                    self.runs.get(ledger_key[0]),
-                )
-                i += 1
-        self._cancels()
-
-    def _pair(self, ledger_line: int, turn: Turn) -> None:
-        assert turn.key is not None
-        run_id, step_no = str(turn.key[0]), int(turn.key[1])
-        run = self.runs[run_id]
+    def _pair(self, event: Event, turn: Turn) -> None:
+        run, step_no, step, run_id = event.run, event.step_no, event.step, event.run.run_id
+        assert step is not None
         run.matched += 1
-        step = run.steps[step_no]
+        run.last_paired = (step_no, turn.followed_by_human)
         _, sha, nbytes = run.policy
         if (turn.sha256, turn.nbytes) != (sha, nbytes):
             self.transcript_says(
@@ -335,10 +221,11 @@ class _Replay:
                 run,
             )
         self._terminal(run, step_no, step, turn)
-        self._preceding(run, step_no, turn, ledger_line)
-        self._during_delay(run, step_no, step)
+        self._preceding(run, step_no, turn, event.line)
+        if step.scheduled_at and step.due > step.scheduled_at:
+            self.delays.window(step.scheduled_at, step.due, f"step {step_no} of run {run_id}", run)
 
-    def _terminal(self, run: _Run, step_no: int, step: _Step, turn: Turn) -> None:
+    def _terminal(self, run: Run, step_no: int, step: Step, turn: Turn) -> None:
         if step.terminal is not None:
             if turn.terminal is None:
                 self.ledger_says(
@@ -372,7 +259,7 @@ class _Replay:
                 run,
             )
 
-    def _content(self, run: _Run, step_no: int, step: _Step, turn: Turn) -> None:
+    def _content(self, run: Run, step_no: int, step: Step, turn: Turn) -> None:
         """The step's token usage, reply and tool results are the transcript's, record by record."""
         usage, reply, results = step.content or (None, None, ())
         where = f"step {step_no} of run {run.run_id} (turn {turn.number})"
@@ -399,35 +286,34 @@ class _Replay:
                 run,
             )
 
-    def _preceding(self, run: _Run, step_no: int, turn: Turn, ledger_line: int) -> None:
-        before = self.turns[turn.number - 2] if turn.number >= 2 else None
-        if before is None:
+    def _preceding(self, run: Run, step_no: int, turn: Turn, ledger_line: int) -> None:
+        if turn.before is None:
             self.transcript_says(
                 turn.line,
                 f"step {step_no} of run {run.run_id} is the first turn: no turn ended before it",
                 run,
             )
             return
+        number, line, key, plugin, terminal = turn.before
         if step_no > 1:
-            if before.key != (run.run_id, step_no - 1):
-                what = "a plugin message" if before.plugin else "a human message"
+            if key != (run.run_id, step_no - 1):
+                what = "a plugin message" if plugin else "a human message"
                 self.transcript_says(
-                    before.line,
-                    f"turn {before.number} ({what}) came between step {step_no - 1} "
+                    line,
+                    f"turn {number} ({what}) came between step {step_no - 1} "
                     f"and step {step_no} of run {run.run_id}, "
                     "and the ledger has no tick_cancelled_before_enqueue for it",
                     run,
                 )
-            elif before.terminal != "completed":
+            elif terminal != "completed":
                 self.ledger_says(
                     ledger_line,
-                    f"step {step_no} followed turn {before.number}, "
-                    f"which ended {before.terminal}, not completed",
+                    f"step {step_no} followed turn {number}, which ended {terminal}, not completed",
                     run,
                 )
             return
         expected = "interrupted" if run.resume_boundary else "completed"
-        if before.terminal != expected:
+        if terminal != expected:
             why = (
                 "it was armed across the --resume boundary"
                 if run.resume_boundary
@@ -435,57 +321,39 @@ class _Replay:
             )
             self.ledger_says(
                 run.line,
-                f"run {run.run_id} started after turn {before.number}, which ended {before.terminal}; {why}",
+                f"run {run.run_id} started after turn {number}, which ended {terminal}; {why}",
                 run,
             )
 
-    def _during_delay(self, run: _Run, step_no: int, step: _Step) -> None:
-        """A person's message written while the step waited for its due time needed a cancel."""
-        if not (step.scheduled_at and step.due > step.scheduled_at):
+    def _cancel(self, event: Event) -> None:
+        """A cancel that claims the state changed: the transcript shows a person's turn after the step
+        before it (for step 1: after the run was armed)."""
+        step, run = event.step, event.run
+        if step is None or step.cancel_rule not in _STATE_CANCELS:
             return
-        index = bisect.bisect_right(self.human, (step.scheduled_at, len(self.turns) + 1))
-        if index < len(self.human) and self.human[index][0] < step.due:
-            at, number = self.human[index]
-            self.transcript_says(
-                self.turns[number - 1].line,
-                f"turn {number} (a human message at {at}) came while step {step_no} of run {run.run_id} "
-                f"waited for {step.due}, and the ledger enqueued it instead of cancelling",
-                run,
-            )
+        if event.step_no == 1:
+            if self.human_at < run.armed_at:
+                self.pending_first.append(
+                    (run, step.cancelled_line)
+                )  # a person's turn may still come later in the transcript
+            return
+        paired = run.last_paired
+        if paired is not None and paired[0] == event.step_no - 1 and not paired[1]:
+            self._no_change(run, event.step_no, step.cancelled_line)
 
-    def _cancels(self) -> None:
-        for run in self.runs.values():
-            for step_no, step in run.steps.items():
-                if not step.cancelled_line or step.cancel_rule not in _STATE_CANCELS:
-                    continue
-                if step_no == 1:
-                    changed = bool(self.human) and self.human[-1][0] >= run.armed_at
-                else:
-                    previous = self.by_key.get((run.run_id, step_no - 1))
-                    changed = previous is None or (
-                        previous.number < len(self.turns) and not self.turns[previous.number].plugin
-                    )
-                if not changed:
-                    self.ledger_says(
-                        step.cancelled_line,
-                        f"step {step_no} of run {run.run_id} was cancelled "
-                        "for a state change the transcript does not show",
-                        run,
-                    )
+    def _no_change(self, run: Run, step_no: int, line: int) -> None:
+        self.ledger_says(
+            line,
+            f"step {step_no} of run {run.run_id} was cancelled "
+            "for a state change the transcript does not show",
+            run,
+        )
 
-    def rows(self) -> None:
-        self.report.rows = [
-            RunRow(
-                run.run_id,
-                str(run.policy[0]),
-                run.requested,
-                run.enqueued,
-                run.matched,
-                run.close,
-                run.disagreements,
-            )
-            for run in self.runs.values()
-        ]
+
+def _forget(event: Event) -> None:
+    """A step paired (or a cancel checked) is no longer held by its run."""
+    if event.run.steps.get(event.step_no) is event.step:
+        del event.run.steps[event.step_no]
 
 
 def _usage_text(usage: Any) -> str:
@@ -518,8 +386,6 @@ def replay(
     job = _Replay(
         ledger, sessions_dir, max_record_bytes=max_record_bytes, checks=checks, max_reported=max_reported
     )
-    job.read_ledger()
-    job.read_transcript()
-    job.match()
-    job.rows()
+    job.open_transcript()
+    job.run()
     return job.report

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from tickloop.audit.ledger import DEFAULT_MAX_RECORD_BYTES, LineReader
 from tickloop.errors import LedgerError
 from tickloop.protocol.envelope import PLUGIN_NAME
-from tickloop.protocol.ledger import Oversized, loads_bounded
+from tickloop.protocol.ledger import MAX_DEPTH, TIME_FORMAT, TIME_SLACK_MS, Oversized, loads_bounded
+from tickloop.protocol.transitions import ms
 
 #: Every record type ``tickloop.harness.session`` writes to a transcript.
 TRANSCRIPT_TYPES = frozenset({"session", "message", "terminal", "tool_calls", "tool_result"})
@@ -45,6 +48,9 @@ class Turn:
     reply_sha256: str | None = None  #: of the assistant's text, when the turn has a reply
     tool_sha256s: tuple[str, ...] = ()  #: of each tool result, in order
     usage: Any = None  #: the terminal's usage, or ``False`` for ``usageReported: false``
+    #: the turn before: (number, line, key, plugin, terminal); a copy, so no turn holds a chain of them
+    before: tuple[int, int, tuple[Any, Any] | None, bool, str | None] | None = None
+    followed_by_human: bool = False  #: the next turn is a person's (a state change after this one)
 
 
 @dataclass(slots=True)
@@ -73,37 +79,55 @@ class TranscriptReader:
         self.session_id = session_id
         self.says = says
         self.cap = cap
-        self.turns: list[Turn] = []
+        self.count = 0  #: turns started so far
+        self.last_at = ""  #: the latest time a turn started at
         self.open = _Open()
 
-    def read(self) -> None:
-        """Read the whole transcript, reporting each line that breaks its structure."""
-        path = self.path
+    def turns(self) -> Iterator[Turn]:
+        """Each turn once it is whole (its next turn has started, or the file ended), in order, each
+        problem of structure reported on the way. Only the turn being read is held."""
+        path, lineno, last = self.path, 0, None
         reader = LineReader(
             path, max_record_bytes=max(self.cap, DEFAULT_MAX_TRANSCRIPT_LINE), what="transcript"
         )
         open_turn: Turn | None = None
-        lineno = 0
         for lineno, raw in reader:
-            if isinstance(raw, Oversized):
-                self.says(lineno, f"a transcript line of {raw.size} bytes exceeds the {raw.cap}-byte cap")
-                continue
-            try:
-                rec = loads_bounded(raw)
-            except LedgerError as exc:
-                if lineno == 1:
-                    raise LedgerError(f"{path}: line 1 is not a session header ({exc})") from None
-                self.says(lineno, f"unreadable: {exc}")
-                continue
-            if not isinstance(rec, dict):
-                self.says(lineno, "a transcript record must be a JSON object")
+            rec = self._decoded(lineno, raw)
+            if rec is None:
                 continue
             if lineno == 1:
                 self._header(rec)
                 continue
+            started = self.count
             open_turn = self._record(lineno, rec, open_turn)
+            if self.count != started and open_turn is not None:  # a turn started: the one before is whole
+                if last is not None:
+                    last.followed_by_human = not open_turn.plugin
+                    yield last
+                open_turn.before = (
+                    None if last is None else (last.number, last.line, last.key, last.plugin, last.terminal)
+                )
+                last = open_turn
         if reader.torn_size:
             self.says(lineno + 1, "the transcript ends in a torn line")
+        if last is not None:
+            yield last
+
+    def _decoded(self, lineno: int, raw: bytes | Oversized) -> dict[str, Any] | None:
+        if isinstance(raw, Oversized):
+            self.says(lineno, f"a transcript line of {raw.size} bytes exceeds the {raw.cap}-byte cap")
+            return None
+        try:
+            rec = loads_fast(raw)
+        except LedgerError as exc:
+            if lineno == 1:
+                raise LedgerError(f"{self.path}: line 1 is not a session header ({exc})") from None
+            self.says(lineno, f"unreadable: {exc}")
+            return None
+        if not isinstance(rec, dict):
+            self.says(lineno, "a transcript record must be a JSON object")
+            return None
+        return rec
 
     def _header(self, rec: dict[str, Any]) -> None:
         path = self.path
@@ -142,11 +166,12 @@ class TranscriptReader:
         number = rec.get("turn")
         if open_turn is not None:
             self.says(lineno, f"turn {number!r} starts while turn {open_turn.number} has no terminal")
-        if number != len(self.turns) + 1:
-            self.says(lineno, f"turn {number!r} follows turn {len(self.turns)}")
-        plugin = _is_plugin(rec)
-        at = "" if plugin else str(rec.get("at", ""))  # only a person's turns are timed against delays
-        turn = Turn(number=len(self.turns) + 1, line=lineno, plugin=plugin, at=at)
+        if number != self.count + 1:
+            self.says(lineno, f"turn {number!r} follows turn {self.count}")
+        plugin, at = _is_plugin(rec), str(rec.get("at", ""))
+        self._in_time(lineno, at)
+        self.count += 1
+        turn = Turn(number=self.count, line=lineno, plugin=plugin, at=at)
         if turn.plugin:
             meta = rec.get("meta")
             meta = meta if isinstance(meta, dict) else {}
@@ -154,9 +179,15 @@ class TranscriptReader:
             turn.policy = shared(meta.get("policy"))
             encoded = _text(rec).encode("utf-8", "surrogatepass")
             turn.sha256, turn.nbytes = shared(hashlib.sha256(encoded).hexdigest()), len(encoded)
-        self.turns.append(turn)
         self.open = _Open()
         return turn
+
+    def _in_time(self, lineno: int, at: str) -> None:
+        """Turns start in time order (a wall-clock step back within the ledger's slack aside)."""
+        if at >= self.last_at:
+            self.last_at = at
+        elif TIME_FORMAT.fullmatch(at) is None or ms(at) < ms(self.last_at) - TIME_SLACK_MS:
+            self.says(lineno, f"this turn starts at {at[:40]!r}, before an earlier turn's {self.last_at}")
 
     def _terminal(self, lineno: int, rec: dict[str, Any], turn: Turn) -> None:
         self._unanswered(lineno, turn)
@@ -237,3 +268,17 @@ def _text(rec: dict[str, Any]) -> str:
 def shared(value: Any) -> Any:
     """One object for every equal string (run ids, digests, statuses repeat across many turns)."""
     return sys.intern(value) if type(value) is str else value
+
+
+_FAST = msgspec.json.Decoder()
+
+
+def loads_fast(line: bytes) -> Any:
+    """A transcript line decoded by msgspec (same values as ``json``), under the depth bound; a line it
+    refuses goes to ``loads_bounded``, which decides and says why (escaped lone surrogates, NaN, ...)."""
+    if line.count(b"[") + line.count(b"{") <= MAX_DEPTH:
+        try:
+            return _FAST.decode(line)
+        except msgspec.DecodeError:
+            pass
+    return loads_bounded(line)

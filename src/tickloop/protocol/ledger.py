@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+import msgspec
+
 from tickloop.errors import LedgerError
 
 SCHEMA = "tickloop.audit.v1"
@@ -200,7 +202,11 @@ def loads_bounded(line: bytes, *, max_depth: int = MAX_DEPTH) -> Any:
 
 def decode(line: bytes) -> dict[str, Any]:
     """Parse one ledger line, or raise ``LedgerError`` saying what is wrong with it."""
-    obj = loads_bounded(line)
+    return checked_record(loads_bounded(line))
+
+
+def checked_record(obj: Any) -> dict[str, Any]:
+    """``obj`` if it is a ``tickloop.audit.v1`` record (the fields every record has, of their types)."""
     if not isinstance(obj, dict):
         raise LedgerError(f"a record must be a JSON object, got {type(obj).__name__}")
     if obj.get("schema") != SCHEMA:
@@ -214,6 +220,37 @@ def decode(line: bytes) -> dict[str, Any]:
         if not isinstance(obj.get(key), str):
             raise LedgerError(f"{key} must be a string")
     return obj
+
+
+class _Float:
+    """What the fast decoder makes of a float literal: the fast encoder cannot encode it, so a line
+    holding one always takes the exact path (msgspec and ``json`` may print a float differently)."""
+
+    __slots__ = ()
+
+
+_FLOAT = _Float()
+_FAST_DECODER = msgspec.json.Decoder(float_hook=lambda _text: _FLOAT)
+_FAST_ENCODER = msgspec.json.Encoder(order="sorted")
+
+
+def canonical_or_none(line: bytes, *, max_depth: int = MAX_DEPTH) -> Any:
+    """What ``line`` decodes to when it is byte-equal to its canonical encoding, else ``None``.
+
+    One msgspec decode and one msgspec encode, compared with the line. This is exact: on values
+    without floats msgspec's encoding (keys sorted by code point, compact, UTF-8, the same escapes)
+    is byte-equal to ``canonical`` (tests/unit/protocol/test_canonical_fast.py pins it for every code
+    point and by property), a float literal makes the encode fail, and msgspec refuses what ``json``
+    would only refuse later (invalid UTF-8, escaped lone surrogates, NaN). ``None`` means "not shown
+    canonical here": the caller decides with ``decode`` and ``canonical``.
+    """
+    if line.count(b"[") + line.count(b"{") > max_depth and nesting_depth(line) > max_depth:
+        return None
+    try:
+        obj = _FAST_DECODER.decode(line)
+        return obj if _FAST_ENCODER.encode(obj) == line else None
+    except (msgspec.DecodeError, TypeError, UnicodeEncodeError, OverflowError):
+        return None
 
 
 # -- the vocabulary: every rule id a record may carry, by record type --------------------------------

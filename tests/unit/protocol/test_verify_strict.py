@@ -253,3 +253,35 @@ def test_a_ledger_mode_record_must_say_what_it_changes() -> None:
         report = run(lines)
         assert rules(report) == [(12, "verify.bad_field")], report.violations
         assert problem in report.violations[0].message
+
+
+# -- also: an invalid requested value is reported as itself ----------------------------------------------
+
+
+@pytest.mark.parametrize(("written", "shown"), [(b"0", "0"), (b"999", "999"), (b'"three"', "three")])
+def test_an_invalid_requested_value_is_named_as_written(written: bytes, shown: str) -> None:
+    """verify names the value the ledger wrote, never the 256 it checks the steps against."""
+    report = run(_edit(1, b'"requested":3', b'"requested":' + written))
+    messages = [v.message for v in report.violations]
+    assert any(f"not {shown!r}" in m or f"not {shown}" in m for m in messages), messages
+    assert any(f"after 3 of {shown} steps" in m for m in messages), messages
+    assert not any("256 steps" in m or "of 256" in m for m in messages), messages
+
+
+# -- item 5: a recordedAt after the moment of verification, past the stated skew ---------------------
+
+
+@pytest.mark.parametrize(("ahead_s", "refused"), [(-1, False), (299, False), (301, True)])
+def test_a_time_past_the_moment_of_verification_and_its_skew_is_refused(ahead_s: int, refused: bool) -> None:
+    """Up to five minutes (FUTURE_SKEW_MS) ahead of the verifier's clock is skew; later is future_time."""
+    from tickloop.protocol.ledger import FUTURE_SKEW_MS  # noqa: PLC0415
+    from tickloop.protocol.transitions import ms  # noqa: PLC0415
+
+    assert FUTURE_SKEW_MS == 300_000
+    last = json.loads(UNCHAINED[-1])["recordedAt"]
+    now = ms(last) - ahead_s * 1000
+    found = [v for v in run(list(UNCHAINED), now_ms=now).violations if v.rule == "verify.future_time"]
+    assert bool(found) is refused, found
+    if refused:
+        assert found[0].line == len(UNCHAINED)
+        assert "+300 s skew" in found[0].message
