@@ -92,6 +92,24 @@ def test_the_monitor_card_says_never_ran_until_the_monitor_recorded_a_condition(
     assert not any(view.status.conditions.values())
 
 
+def test_a_clean_monitor_pass_turns_never_ran_into_clear_with_its_time(store: Store) -> None:
+    """A healthy profile's monitor pass records no condition, yet afterwards the card says when the
+    monitor last looked (all clear), not "never ran"; a pass over another profile does not count."""
+    from tickloop.operator.monitor import monitor_pass  # noqa: PLC0415
+
+    store.create_profile("other", now=NOW)
+    row(store, "fast", Outcome.DONE, NOW - timedelta(minutes=1))
+    monitor_pass(store, Settings(), now=NOW - timedelta(minutes=5), env={}, profiles=["other"])
+    assert not pages.overview_page(store, P, Settings(), now=NOW).monitor_ran
+    report = monitor_pass(store, Settings(), now=NOW, env={}, profiles=[P])
+    assert (report.errors, report.notices) == ([], [])
+    assert store.list_conditions([P]) == []  # clean: nothing recorded but the pass itself
+    view = pages.overview_page(store, P, Settings(), now=NOW)
+    assert view.monitor_ran
+    assert view.monitor_pass == NOW
+    assert not any(view.status.conditions.values())
+
+
 def test_approvals_show_the_plan_step_and_only_the_observations_recorded_with_the_intent(
     store: Store,
 ) -> None:

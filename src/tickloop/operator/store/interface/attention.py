@@ -104,6 +104,15 @@ class AttentionInterface(ABC):
         """
 
     @abstractmethod
+    def record_monitor_pass(self, profiles: Sequence[str] | None, *, now: datetime) -> None:
+        """Remember that the stall monitor finished a pass over ``profiles`` (None: every profile) at
+        ``now``: a clean pass records no condition, and the dashboard must not take it for none."""
+
+    @abstractmethod
+    def last_monitor_pass(self, profile: str) -> datetime | None:
+        """When the monitor last finished a pass that covered ``profile``, or None: never."""
+
+    @abstractmethod
     def add_state_of_play(self, profile: str, text: str, *, now: datetime) -> StateOfPlay:
         """Write a state-of-play summary."""
 
