@@ -31,8 +31,9 @@ from tickloop.web.timeline import Chart, chart
 
 #: rows the timeline and the intents page read at most
 TIMELINE_ROWS = 2000
-#: how many of the newest waiting intents the overview lists (the count is a COUNT)
-WAITING_LISTED = 50
+#: how many of the newest waiting intents the overview lists (the count is a COUNT; the full queue
+#: is one tap away on Approvals)
+WAITING_LISTED = 5
 TABLE_ROWS = 200
 # -- overview ----------------------------------------------------------------------------------------
 
