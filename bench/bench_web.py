@@ -31,6 +31,7 @@ from tickloop.config import Settings
 from tickloop.operator.domain import IntentStatus, NewProgress, Outcome, TickKind
 from tickloop.operator.store import Store, open_store
 from tickloop.web.app import SESSION_COOKIE, WebConfig, create_app
+from tickloop.web.pages import WAITING_LISTED
 
 P = "r"
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -71,11 +72,10 @@ async def _get(app: Any, path: str, cookie: str) -> int:
 
 
 def _overview_raw(store: Store) -> None:
-    """Exactly the reads the overview makes: the route's profile check, then the overview's one
-    snapshot (one statement on PostgreSQL, the reads one by one on SQLite)."""
-    store.get_profile(P)
+    """Exactly the reads the overview makes: its one snapshot (one statement on PostgreSQL, the reads
+    one by one on SQLite), which also refuses an unknown profile."""
     kinds = [k.value for k in TickKind if k is not TickKind.MONITOR]
-    store.overview_snapshot(P, kinds=kinds, waiting=50, since=NOW - timedelta(days=2))
+    store.overview_snapshot(P, kinds=kinds, waiting=WAITING_LISTED, since=NOW - timedelta(days=2))
 
 
 def _approvals_raw(store: Store) -> None:

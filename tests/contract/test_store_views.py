@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
@@ -223,3 +223,21 @@ def test_the_overview_snapshot_reads_what_the_status_overview_reads(store: Store
     empty = overview_page(store, "q", Settings(), now=NOW)
     assert empty.status == overview(store, "q", now=NOW)
     assert not empty.monitor_ran
+
+
+def test_the_monitors_last_pass_is_remembered_per_scope_and_shown_by_the_overview(store: Store) -> None:
+    """A pass over every profile covers each one; a pass over named profiles covers only them; the
+    newest covering pass wins, and the overview's snapshot carries it (None before any pass)."""
+    kinds = ["fast"]
+    assert store.last_monitor_pass("p") is None
+    assert store.overview_snapshot("p", kinds=kinds, waiting=5, since=NOW).monitor_ran_at is None
+    store.record_monitor_pass(["q"], now=NOW)
+    assert store.last_monitor_pass("p") is None
+    assert store.last_monitor_pass("q") == NOW
+    store.record_monitor_pass(None, now=NOW + timedelta(minutes=1))
+    assert store.last_monitor_pass("p") == NOW + timedelta(minutes=1)
+    store.record_monitor_pass(["p", "p"], now=NOW + timedelta(minutes=2))
+    assert store.last_monitor_pass("p") == NOW + timedelta(minutes=2)
+    assert store.last_monitor_pass("q") == NOW + timedelta(minutes=1)
+    snap = store.overview_snapshot("p", kinds=kinds, waiting=5, since=NOW)
+    assert snap.monitor_ran_at == NOW + timedelta(minutes=2)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 import click
 
@@ -16,7 +16,27 @@ from tickloop.cli.sessions import sessions_dir_option
 from tickloop.errors import extra_hint
 
 if TYPE_CHECKING:
+    from tickloop.config import Settings
     from tickloop.web.server import Exposure
+
+
+class _Options(TypedDict):
+    """What click parses for ``tickloop web``: the options of ``web`` below, by name."""
+
+    host: str
+    port: int
+    profile: str | None
+    all_profiles: bool
+    allow_remote: bool
+    tls_cert: Path | None
+    tls_key: Path | None
+    insecure_http: bool
+    only_login: bool
+    public_url: str | None
+    qr: bool | None
+    max_streams: int
+    poll: float
+    sessions_dir: Path
 
 
 @click.command()
@@ -65,23 +85,7 @@ if TYPE_CHECKING:
     help="Seconds between the live-refresh checks of the store.",
 )
 @sessions_dir_option
-def web(
-    *,
-    host: str,
-    port: int,
-    profile: str | None,
-    all_profiles: bool,
-    allow_remote: bool,
-    tls_cert: Path | None,
-    tls_key: Path | None,
-    insecure_http: bool,
-    only_login: bool,
-    public_url: str | None,
-    qr: bool | None,
-    max_streams: int,
-    poll: float,
-    sessions_dir: Path,
-) -> None:
+def web(**opts: Unpack[_Options]) -> None:
     """Serve the dashboard: approvals, board, timeline, intents, attention and tick sessions.
 
     Prints a one-time login URL (only its hash is stored, 0600, in the state dir). Binds 127.0.0.1
@@ -89,43 +93,76 @@ def web(
     """
     from tickloop.web import server  # noqa: PLC0415
 
-    if profile is not None and all_profiles:
+    if opts["profile"] is not None and opts["all_profiles"]:
         raise click.UsageError("give --profile P or --all, not both")
     folder = server.state_dir()
-    if only_login:
-        _print_login(folder, qr=qr)
+    if opts["only_login"]:
+        _print_login(folder, qr=opts["qr"])
         return
     _need_web_extra()
-    from tickloop.config import load_settings  # noqa: PLC0415
-    from tickloop.operator.notices import profile_section_web  # noqa: PLC0415
-    from tickloop.operator.store import open_store  # noqa: PLC0415
-    from tickloop.web.app import WebConfig, create_app  # noqa: PLC0415
+    settings = _checked_settings()
+    exposure = _exposure(opts, settings)
+    warnings = server.check_exposure(exposure)
+    _serve(opts, settings, exposure, folder, warnings)
 
-    settings = load_settings()
+
+def _checked_settings() -> Settings:
+    """The settings, every section checked: a typo in any exits 2 now, naming the key."""
+    from tickloop.config import load_settings  # noqa: PLC0415
     from tickloop.config_sections import check_config  # noqa: PLC0415
 
-    check_config(settings)  # a typo in any section exits 2 now, naming the key
-    public = public_url if public_url is not None else profile_section_web(settings).public_url
-    exposure = server.Exposure(host, port, allow_remote, tls_cert, tls_key, insecure_http, public.strip())
-    warnings = server.check_exposure(exposure)
+    settings = load_settings()
+    check_config(settings)
+    return settings
+
+
+def _exposure(opts: _Options, settings: Settings) -> Exposure:
+    """Where and how the server listens; ``--public-url`` wins over ``[web] publicUrl``."""
+    from tickloop.operator.notices import profile_section_web  # noqa: PLC0415
+    from tickloop.web import server  # noqa: PLC0415
+
+    public = opts["public_url"]
+    if public is None:
+        public = profile_section_web(settings).public_url
+    return server.Exposure(
+        opts["host"],
+        opts["port"],
+        opts["allow_remote"],
+        opts["tls_cert"],
+        opts["tls_key"],
+        opts["insecure_http"],
+        public.strip(),
+    )
+
+
+def _serve(opts: _Options, settings: Settings, exposure: Exposure, folder: Path, warnings: list[str]) -> None:
+    """Open the store, check the profiles exist, build the app and run it until stopped."""
+    from tickloop.operator.store import open_store  # noqa: PLC0415
+    from tickloop.web import server  # noqa: PLC0415
+    from tickloop.web.app import WebConfig, create_app  # noqa: PLC0415
+
     store = open_store(settings.store.url)
     try:
-        scope = None if all_profiles else [profile or os.environ.get("TICKLOOP_PROFILE") or "default"]
+        scope = (
+            None
+            if opts["all_profiles"]
+            else [opts["profile"] or os.environ.get("TICKLOOP_PROFILE") or "default"]
+        )
         for name in scope or ():
             store.get_profile(name)
         config = WebConfig(
             settings=settings,
             profiles=scope,
-            sessions_dir=sessions_dir,
+            sessions_dir=opts["sessions_dir"],
             audit_dir=Path(settings.tick.audit_dir),
             state_dir=folder,
-            poll_s=poll,
-            max_streams=max_streams,
+            poll_s=opts["poll"],
+            max_streams=opts["max_streams"],
             **server.exposure_config(exposure),
         )
         app, _ = create_app(store, config)
         said = f"tickloop web: store {store.url}; profiles: {', '.join(scope) if scope else 'all'}"
-        _run(app, exposure, folder, qr=qr, preface=[*warnings, said])
+        _run(app, exposure, folder, qr=opts["qr"], preface=[*warnings, said])
     finally:
         store.close()
 

@@ -102,18 +102,20 @@ def monitor_pass(
                 report=report,
             )
         except Exception as exc:  # noqa: BLE001  (one profile's failure must not stop the others)
-            message = f"{type(exc).__name__}: {exc}"
-            report.errors.append(f"profile {profile!r}: {message}")
-            with contextlib.suppress(Exception):  # recorded where it can be; stderr has it anyway
-                store.log_notification(
-                    profile,
-                    channel="monitor",
-                    kind="monitor.error",
-                    subject=message[:200],
-                    body=message,
-                    now=now,
-                )
+            _profile_failed(store, profile, exc, report, now=now)
+    # A clean pass writes no condition: this row is how the dashboard tells it from "never ran".
+    store.record_monitor_pass(profiles, now=now)
     return report
+
+
+def _profile_failed(store: Store, profile: str, exc: Exception, report: PassReport, *, now: datetime) -> None:
+    """One profile's failure: reported, and recorded in its notification log where it can be."""
+    message = f"{type(exc).__name__}: {exc}"
+    report.errors.append(f"profile {profile!r}: {message}")
+    with contextlib.suppress(Exception):  # recorded where it can be; stderr has it anyway
+        store.log_notification(
+            profile, channel="monitor", kind="monitor.error", subject=message[:200], body=message, now=now
+        )
 
 
 def _settings(settings: Settings, profile: str) -> MonitorSettings:

@@ -47,13 +47,15 @@ class Dashboard(Guards):
 
     # -- reading -------------------------------------------------------------------------------------
 
-    def profile_of(self, request: Request) -> str:
-        """The path's profile, if this server shows it; NotFoundError otherwise (blocking)."""
+    def profile_of(self, request: Request, *, read: bool = True) -> str:
+        """The path's profile, if this server shows it; NotFoundError otherwise (blocking). With
+        ``read=False`` the store is not asked: the page's own read refuses an unknown profile."""
         name = str(request.path_params["profile"])
         scope = self.config.profiles
         if scope is not None and name not in scope:
             raise NotFoundError(f"profile {name!r} is not shown by this dashboard")
-        self.store.get_profile(name)
+        if read:
+            self.store.get_profile(name)
         return name
 
     def profiles(self) -> list[str]:
@@ -61,13 +63,16 @@ class Dashboard(Guards):
             return list(self.config.profiles)
         return [p.name for p in self.store.list_profiles()]
 
-    async def show(self, request: Request, session: Session, name: str, nav: str, read: Reader) -> Response:
-        """Read and render one page in ONE trip to a worker thread (store reads block; so does Jinja)."""
+    async def show(
+        self, request: Request, session: Session, name: str, nav: str, read: Reader, *, checks: bool = False
+    ) -> Response:
+        """Read and render one page in ONE trip to a worker thread (store reads block; so does Jinja).
+        ``checks``: the page's read refuses an unknown profile itself, so no separate read asks."""
 
         def work() -> Response:
             shown = self.profiles()
             if "profile" in request.path_params:
-                profile: str | None = self.profile_of(request)
+                profile: str | None = self.profile_of(request, read=not checks)
             else:  # a page of no profile (sessions) keeps the nav of the one profile shown
                 profile = shown[0] if len(shown) == 1 else None
             context = read(profile or "")
@@ -109,7 +114,7 @@ class Dashboard(Guards):
             view = pages.overview_page(self.store, profile, self.config.settings, now=now)
             return {"view": view, "waiting": view.waiting}
 
-        return await self.show(request, session, "overview.html", "overview", read)
+        return await self.show(request, session, "overview.html", "overview", read, checks=True)
 
     async def approvals(self, request: Request, session: Session) -> Response:
         after = _number(request.query_params.get("after", "0"))

@@ -37,6 +37,7 @@ from tickloop.config import Settings
 from tickloop.errors import ConflictError, NotFoundError, ValidationError
 from tickloop.inert import inert
 from tickloop.web.auth import RateLimit, Session, Sessions, TokenStore, csrf_ok
+from tickloop.web.fragments import CardCache
 
 HERE = Path(__file__).parent
 SESSION_COOKIE = "tl_session"
@@ -104,6 +105,7 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"),
         autoescape=True,  # every template, whatever its name
+        auto_reload=False,  # templates ship in the package: no stat() of each on every page
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -127,6 +129,7 @@ class Guards:
         self.sessions = Sessions()
         self.limit = RateLimit()
         self.env = _environment()
+        self.env.globals["approval_cards"] = CardCache(self.env)
 
     async def read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run a blocking store call off the event loop, for at most ``store_timeout_s``: past it the

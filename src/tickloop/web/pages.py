@@ -31,8 +31,9 @@ from tickloop.web.timeline import Chart, chart
 
 #: rows the timeline and the intents page read at most
 TIMELINE_ROWS = 2000
-#: how many of the newest waiting intents the overview lists (the count is a COUNT)
-WAITING_LISTED = 50
+#: how many of the newest waiting intents the overview lists (the count is a COUNT; the full queue
+#: is one tap away on Approvals)
+WAITING_LISTED = 5
 TABLE_ROWS = 200
 # -- overview ----------------------------------------------------------------------------------------
 
@@ -44,7 +45,8 @@ class OverviewPage:
     status: Overview
     attention_budget: int
     waiting: int
-    monitor_ran: bool  #: False while the stall monitor has recorded no condition: not "all clear"
+    monitor_ran: bool  #: False until the stall monitor finished a pass over this profile: not "all clear"
+    monitor_pass: datetime | None  #: when its last pass over this profile finished (None: never)
 
 
 def overview_page(store: Store, profile: str, settings: Settings, *, now: datetime) -> OverviewPage:
@@ -70,7 +72,8 @@ def overview_page(store: Store, profile: str, settings: Settings, *, now: dateti
         attention_today=sum(1 for s in snap.spends if s.spent_at >= midnight),
     )
     budget = profile_section(settings, profile, "attention", AttentionSettings).budget_per_day
-    return OverviewPage(status, budget, snap.waiting_count, bool(snap.conditions))
+    ran = snap.monitor_ran_at is not None or bool(snap.conditions)
+    return OverviewPage(status, budget, snap.waiting_count, ran, snap.monitor_ran_at)
 
 
 # -- board and plan ----------------------------------------------------------------------------------

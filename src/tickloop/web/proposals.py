@@ -126,23 +126,35 @@ def approvals_page(
     )
     more = len(waiting) > APPROVALS_SHOWN
     waiting = waiting[:APPROVALS_SHOWN]
-    items = [waiting_card(store, profile, i) for i in waiting]
+    items = waiting_cards(store, profile, waiting)
     nxt = waiting[-1].id if more else None
     return ApprovalsPage(
         items, total, after, nxt, None if decided is None else decided_card(store, profile, decided)
     )
 
 
-def waiting_card(
-    store: Store, profile: str, intent: Intent, steps: dict[int, PlanStep] | None = None
-) -> Waiting:
+def waiting_cards(store: Store, profile: str, intents: list[Intent]) -> list[Waiting]:
+    """The cards of ``intents``, with two reads at most however many there are: the plan (only when a
+    card names a step) and every card's recorded observations at once."""
+    steps = _steps(store, profile) if any(_int(i.payload.get("step_id")) > 0 for i in intents) else {}
+    wanted = [set(fed_ids(i)) for i in intents]
+    found = store.observations_by_id(profile, sorted(set().union(*wanted)))  # oldest first
+    return [
+        Waiting(
+            intent,
+            steps.get(_int(intent.payload.get("step_id"))),
+            [o for o in found if o.id in ids],
+            label(intent),
+            proposal(intent),
+        )
+        for intent, ids in zip(intents, wanted, strict=True)
+    ]
+
+
+def waiting_card(store: Store, profile: str, intent: Intent) -> Waiting:
     """One card: the proposal, its plan step, and the observations it recorded."""
-    step_id = _int(intent.payload.get("step_id"))
-    step = None
-    if step_id > 0:
-        step = (steps if steps is not None else _steps(store, profile)).get(step_id)
-    fed = store.observations_by_id(profile, fed_ids(intent))
-    return Waiting(intent, step, fed, label(intent), proposal(intent))
+    [card] = waiting_cards(store, profile, [intent])
+    return card
 
 
 def decided_card(store: Store, profile: str, intent_id: int) -> Decided | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from pg_cluster import throwaway_cluster
 from test_web_browser import P, staged_world
 from web_helpers import Dashboard, MailSink, dashboard
 
@@ -163,3 +164,42 @@ def test_a_locked_store_says_not_recorded_within_seconds_and_the_retry_records_o
         assert intent.status is IntentStatus.APPROVED
         assert intent.decision_id is not None
         assert store.get_decision(P, intent.decision_id).note == "yes"
+
+
+def test_a_stopped_postgresql_says_not_recorded_within_seconds_and_the_retry_records_once(
+    tmp_path: Path, sink: MailSink
+) -> None:
+    """PostgreSQL stopped under a running dashboard (a private cluster, ``pg_ctl stop``): a decision
+    answers 503 "Not recorded — try again" and a page "Nothing to show" in a few seconds, never a
+    bare 500; once the server is back, the same POST records the decision once, and again is safe."""
+    with throwaway_cluster() as cluster:
+        world, intent_id = staged_world(tmp_path, cluster.url, sink)
+        with dashboard(world) as web, logged_in(web) as (client, csrf):
+            form = {"csrf": csrf, "decision": "approve", "note": "yes"}
+            decide = f"/p/{P}/intents/{intent_id}/decide"
+            cluster.stop()
+            for _ in range(2):  # the pool's dead connection, then a pool that cannot reconnect
+                started = time.monotonic()
+                answer = client.post(decide, data=form)
+                took = time.monotonic() - started
+                assert answer.status_code == 503, answer.text[:300]
+                assert "Not recorded — try again" in answer.text
+                assert took < 6, took
+            page = client.get(f"/p/{P}/approvals")
+            assert page.status_code == 503
+            assert "Nothing to show — try again" in page.text
+            cluster.start()
+            deadline = time.monotonic() + 40
+            while True:
+                again = client.post(decide, data=form)
+                if again.status_code == 303 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
+            assert again.status_code == 303, again.text[:300]
+            assert client.post(decide, data=form).status_code == 303
+            assert "Internal Server Error" not in "".join(web.output)
+        with world.store() as store:
+            intent = store.get_intent(P, intent_id)
+            assert intent.status is IntentStatus.APPROVED
+            assert intent.decision_id is not None
+            assert store.get_decision(P, intent.decision_id).note == "yes"

@@ -92,6 +92,24 @@ def test_the_monitor_card_says_never_ran_until_the_monitor_recorded_a_condition(
     assert not any(view.status.conditions.values())
 
 
+def test_a_clean_monitor_pass_turns_never_ran_into_clear_with_its_time(store: Store) -> None:
+    """A healthy profile's monitor pass records no condition, yet afterwards the card says when the
+    monitor last looked (all clear), not "never ran"; a pass over another profile does not count."""
+    from tickloop.operator.monitor import monitor_pass  # noqa: PLC0415
+
+    store.create_profile("other", now=NOW)
+    row(store, "fast", Outcome.DONE, NOW - timedelta(minutes=1))
+    monitor_pass(store, Settings(), now=NOW - timedelta(minutes=5), env={}, profiles=["other"])
+    assert not pages.overview_page(store, P, Settings(), now=NOW).monitor_ran
+    report = monitor_pass(store, Settings(), now=NOW, env={}, profiles=[P])
+    assert (report.errors, report.notices) == ([], [])
+    assert store.list_conditions([P]) == []  # clean: nothing recorded but the pass itself
+    view = pages.overview_page(store, P, Settings(), now=NOW)
+    assert view.monitor_ran
+    assert view.monitor_pass == NOW
+    assert not any(view.status.conditions.values())
+
+
 def test_approvals_show_the_plan_step_and_only_the_observations_recorded_with_the_intent(
     store: Store,
 ) -> None:
@@ -334,3 +352,30 @@ def test_the_intents_page_searches_every_intent_and_pages_below_the_last_one(sto
     seen = [i.id for i in first.intents + second.intents + third.intents]
     assert seen == list(reversed(ids))
     assert third.older is None
+
+
+def test_a_waiting_card_is_rendered_once_per_version_and_never_shown_stale(store: Store) -> None:
+    """The card cache gives the same HTML while nothing the card shows changed, and a fresh card when
+    the intent changed, for another session's CSRF token, or with the observation it recorded."""
+    from tickloop.web.fragments import CardCache  # noqa: PLC0415
+    from tickloop.web.guard import _environment  # noqa: PLC0415
+
+    seen = store.add_observation(
+        P, source="mail", content_hash="h1", payload={"subject": "Ada wrote"}, now=NOW
+    )
+    assert seen is not None
+    intent_id = email(store, "Chapter 3", fed_by=[seen.id])
+    cards = CardCache(_environment(), kept=2)
+    [item] = proposals.approvals_page(store, P).items
+    first = cards([item], "csrf-one", P)
+    assert 'value="csrf-one"' in first
+    assert f"Approve #{intent_id}" in first
+    assert "Ada wrote" in first
+    assert cards([item], "csrf-one", P) is not first  # a new join, of the cached card:
+    assert cards.card(item, "csrf-one", P) is cards.card(item, "csrf-one", P)
+    assert 'value="csrf-two"' in cards([item], "csrf-two", P)
+    store.decide(P, intent_id, DecisionKind.DENY, by="cli:x", now=NOW + timedelta(seconds=1))
+    moved = store.get_intent(P, intent_id)
+    changed = proposals.waiting_card(store, P, moved)
+    assert cards.card(changed, "csrf-one", P) is not cards.card(item, "csrf-one", P)
+    assert str(cards([], "csrf-one", P)) == ""

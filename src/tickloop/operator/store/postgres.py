@@ -129,6 +129,7 @@ class PostgresStore(SqlStore):
             waiting_count=int(row["waiting_count"]),
             conditions=[rows.condition(r) for r in row["conditions"] or []],
             spends=[rows.spend(r) for r in row["spends"] or []],
+            monitor_ran_at=rows.ts_or_none(row["monitor_ran_at"]),
         )
 
     # -- migrations ---------------------------------------------------------------------------------

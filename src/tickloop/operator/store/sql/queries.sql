@@ -288,6 +288,14 @@ SET active = excluded.active, since = excluded.since,
     last_notified_at = excluded.last_notified_at, updated_at = excluded.updated_at
 RETURNING *;
 
+-- name: record_monitor_pass
+INSERT INTO monitor_passes (scope, ran_at) VALUES (:scope, :now)
+ON CONFLICT (scope) DO UPDATE SET ran_at = excluded.ran_at;
+
+-- name: last_monitor_pass
+-- A pass over every profile (scope '') or over this one: the newer of the two rows.
+SELECT MAX(ran_at) AS ran_at FROM monitor_passes WHERE scope = '' OR scope = :profile;
+
 -- name: add_state_of_play
 INSERT INTO states_of_play (profile, text, created_at) VALUES (:profile, :text, :now) RETURNING *;
 

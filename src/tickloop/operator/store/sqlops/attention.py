@@ -143,6 +143,17 @@ class AttentionOps(SqlBase):
             for r in found
         }
 
+    def record_monitor_pass(self, profiles: Sequence[str] | None, *, now: datetime) -> None:
+        scopes = [""] if profiles is None else sorted(set(profiles))
+        with self._write() as tx:
+            for scope in scopes:
+                tx.run("record_monitor_pass", scope=scope, now=now)
+
+    def last_monitor_pass(self, profile: str) -> datetime | None:
+        with self._read() as tx:
+            row = tx.one("last_monitor_pass", profile=profile)
+        return None if row is None else rows.ts_or_none(row["ran_at"])
+
     def add_state_of_play(self, profile: str, text: str, *, now: datetime) -> StateOfPlay:
         with self._write_one() as tx:
             row = tx.one("add_state_of_play", profile=profile, text=text, now=now)

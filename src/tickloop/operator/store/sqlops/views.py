@@ -43,6 +43,7 @@ class OverviewSnapshot(msgspec.Struct, frozen=True):
     waiting_count: int
     conditions: list[ConditionState]
     spends: list[AttentionSpend]  #: since the ``since`` asked for
+    monitor_ran_at: datetime | None = None  #: the monitor's last pass over this profile (None: never)
 
 
 class ViewOps(SqlBase):
@@ -129,6 +130,7 @@ class ViewOps(SqlBase):
             waiting_count=self.count_intents(profile, status=IntentStatus.REQUIRES_APPROVAL),
             conditions=self.list_conditions([profile]),
             spends=self.attention_spends(profile, since=since),
+            monitor_ran_at=self.last_monitor_pass(profile),
         )
 
     def observations_by_id(self, profile: str, ids: Sequence[int]) -> list[Observation]:

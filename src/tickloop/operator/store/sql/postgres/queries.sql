@@ -167,4 +167,5 @@ SELECT
   (SELECT COUNT(*) FROM intents WHERE profile = :profile AND status = 'requires_approval') AS waiting_count,
   (SELECT json_agg(c) FROM monitor_conditions c WHERE c.profile = :profile) AS conditions,
   (SELECT json_agg(a ORDER BY a.id) FROM attention_spends a
-   WHERE a.profile = :profile AND a.spent_at >= :since) AS spends;
+   WHERE a.profile = :profile AND a.spent_at >= :since) AS spends,
+  (SELECT MAX(ran_at) FROM monitor_passes WHERE scope = '' OR scope = :profile) AS monitor_ran_at;

@@ -1,0 +1,68 @@
+"""Rendered fragments kept for reuse: a waiting intent's card is rendered once per version.
+
+Every open page fetches its content again whenever the store changes (every tick writes a row), and a
+waiting intent's card is the same HTML each time: the intent only changes by leaving the queue (its
+``updated_at`` moves). So the approvals page renders a card once and reuses it while nothing it shows
+changed; the key holds everything the card shows or depends on, the session's CSRF token included.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING
+
+import jinja2
+from markupsafe import Markup
+
+if TYPE_CHECKING:
+    from tickloop.web.proposals import Waiting
+
+#: cards kept (about 3 KB each): a few pages of the queue for a few sessions
+CARDS_KEPT = 512
+
+
+def card_key(item: Waiting, csrf: str, pq: str) -> Hashable:
+    """Everything the card shows or links to: the intent's version, its label, its plan step and the
+    observations recorded with it, the profile in its links and the CSRF token in its form."""
+    i, step = item.intent, item.step
+    return (
+        pq,
+        csrf,
+        i.id,
+        i.updated_at,
+        i.status,
+        item.label,
+        None if step is None else (step.id, step.title, step.status),
+        tuple(o.id for o in item.fed_by),
+    )
+
+
+class CardCache:
+    """The newest ``kept`` rendered cards, least recently used out first; safe across the worker
+    threads that render pages."""
+
+    def __init__(self, env: jinja2.Environment, kept: int = CARDS_KEPT) -> None:
+        self._template = env.get_template("_approval.html")
+        self._kept = kept
+        self._cards: OrderedDict[Hashable, Markup] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, items: Sequence[Waiting], csrf: str, pq: str) -> Markup:
+        """The cards of ``items`` in order, as one fragment (one call from the template)."""
+        return Markup("").join(self.card(item, csrf, pq) for item in items)
+
+    def card(self, item: Waiting, csrf: str, pq: str) -> Markup:
+        key = card_key(item, csrf, pq)
+        with self._lock:
+            found = self._cards.get(key)
+            if found is not None:
+                self._cards.move_to_end(key)
+                return found
+        html = Markup(self._template.render(item=item, csrf=csrf, pq=pq))  # noqa: S704  (autoescaped template output)
+        with self._lock:
+            self._cards[key] = html
+            while len(self._cards) > self._kept:
+                self._cards.popitem(last=False)
+        return html
