@@ -145,6 +145,15 @@ def test_a_config_file_with_content_is_still_parsed(tmp_path: Path) -> None:
     )
     assert "TICKS 4" in out
     assert "REFUSED True" in out
+    bad.write_bytes(b'[tick]\nx = "\xff"\n')  # not UTF-8: refused in words, not a traceback
+    again = run(
+        "import tickloop.config as c\nfrom pathlib import Path\n"
+        "try:\n"
+        f"    c.load_settings({{}}, path=Path({str(bad)!r}))\n"
+        "except c.ConfigError as exc:\n"
+        "    print('REFUSED', str(exc).endswith('not valid TOML: not UTF-8'))\n"
+    )
+    assert "REFUSED True" in again
 
 
 def test_the_uuid_msgspec_loaded_knows_the_platform_and_platform_imports_normally() -> None:
