@@ -86,3 +86,84 @@ def test_the_executor_staging_and_monitor_modules_load_without_smtplib_ssl_email
         "print('LOADED', sorted(m for m in heavy if m in sys.modules))\n"
     )
     assert "LOADED []" in out
+
+
+#: What each one-shot path stopped importing (issue 25, section 4): the modules that would bring the
+#: start-up back over its instruction target if they crept back.
+LEAN_PATHS = {
+    "observe": (["operator", "tick", "observe"], ("tomllib", "platform", "asyncio", "click", "smtplib")),
+    "fast": (
+        ["operator", "tick", "fast"],
+        ("tomllib", "platform", "asyncio", "ssl", "tickloop.models.openai_compat"),
+    ),
+    "executor": (["operator", "tick", "executor"], ("tomllib", "platform", "asyncio", "smtplib", "click")),
+    "monitor": (["operator", "monitor"], ("tomllib", "platform", "asyncio", "click")),
+}
+
+
+def test_each_one_shot_path_leaves_its_heavy_modules_unloaded(tmp_path: Path) -> None:
+    """With an empty config file and the offline model, no tick and no monitor pass imports the TOML
+    parser, ``platform``, asyncio, click, ssl or the OpenAI provider; the import-time objects are
+    frozen out of the cyclic collector, which is back on when the tick's work runs."""
+    (tmp_path / "config.toml").write_text("\n")
+    env = {
+        **os.environ,
+        "TICKLOOP_STORE": f"sqlite://{tmp_path}/s.db",
+        "TICKLOOP_CONFIG": str(tmp_path / "config.toml"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+    }
+    init = ["operator", "init", "--profile", "default", "--goal", "g"]
+    subprocess.run(
+        [sys.executable, "-m", "tickloop", *init], env=env, check=True, capture_output=True, timeout=120
+    )
+    for name, (args, heavy) in LEAN_PATHS.items():
+        code = (
+            "import gc, sys\nfrom tickloop.cli import main\n"
+            f"code = main({args!r})\n"
+            f"loaded = [m for m in {heavy!r} if m in sys.modules]\n"
+            "print('LOADED', loaded, code, gc.isenabled(), gc.get_freeze_count() > 0)\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, timeout=120
+        )
+        assert "LOADED [] 0 True True" in done.stdout, (name, done.stdout, done.stderr)
+
+
+def test_a_config_file_with_content_is_still_parsed(tmp_path: Path) -> None:
+    """Only an empty file skips the TOML parser: one with a key is read, and bad TOML is refused."""
+    good, bad = tmp_path / "good.toml", tmp_path / "bad.toml"
+    good.write_text("[tick]\ndefaultTicks = 4\n")
+    bad.write_text("[tick\n")
+    out = run(
+        "import tickloop.config as c\nfrom pathlib import Path\n"
+        f"print('TICKS', c.load_settings({{}}, path=Path({str(good)!r})).tick.default_ticks)\n"
+        "try:\n"
+        f"    c.load_settings({{}}, path=Path({str(bad)!r}))\n"
+        "except c.ConfigError as exc:\n"
+        "    print('REFUSED', 'not valid TOML' in str(exc))\n"
+    )
+    assert "TICKS 4" in out
+    assert "REFUSED True" in out
+    bad.write_bytes(b'[tick]\nx = "\xff"\n')  # not UTF-8: refused in words, not a traceback
+    again = run(
+        "import tickloop.config as c\nfrom pathlib import Path\n"
+        "try:\n"
+        f"    c.load_settings({{}}, path=Path({str(bad)!r}))\n"
+        "except c.ConfigError as exc:\n"
+        "    print('REFUSED', str(exc).endswith('not valid TOML: not UTF-8'))\n"
+    )
+    assert "REFUSED True" in again
+
+
+def test_the_uuid_msgspec_loaded_knows_the_platform_and_platform_imports_normally() -> None:
+    """msgspec's ``uuid`` saw the real system name through the stand-in, and ``platform`` afterwards is
+    the real module."""
+    out = run(
+        "import tickloop, uuid, os, sys\n"
+        "print('SHIM', 'platform' in sys.modules, uuid._LINUX == (os.uname().sysname == 'Linux'))\n"
+        "import platform\n"
+        "print('REAL', platform.system() == os.uname().sysname, hasattr(platform, 'machine'))\n"
+    )
+    assert "SHIM False True" in out
+    assert "REAL True True" in out

@@ -28,13 +28,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         if args[:2] == ["operator", "tick"]:
-            from tickloop.cli import tick_once  # noqa: PLC0415  (only this path pays for it)
+            from tickloop.cli.startup import paused_gc  # noqa: PLC0415
+
+            with paused_gc():
+                from tickloop.cli import tick_once  # noqa: PLC0415  (only this path pays for it)
 
             request = tick_once.parse(args[2:])
             if request is not None:
                 return tick_once.run(request)
         if args[:2] == ["operator", "monitor"]:
-            from tickloop.cli import monitor_once  # noqa: PLC0415  (the monitor's timer: no click either)
+            from tickloop.cli.startup import paused_gc  # noqa: PLC0415
+
+            with paused_gc():
+                from tickloop.cli import monitor_once  # noqa: PLC0415  (the monitor's timer: no click)
 
             wanted = monitor_once.parse(args[2:])
             if wanted is not None:

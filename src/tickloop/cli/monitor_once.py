@@ -42,9 +42,12 @@ def run(request: MonitorRequest) -> int:
     """ONE stall-monitor pass; the summary on stdout, everything else on stderr. Always 0."""
     from datetime import UTC, datetime  # noqa: PLC0415
 
-    from tickloop.config import load_settings  # noqa: PLC0415
-    from tickloop.operator.monitor import run_monitor  # noqa: PLC0415
-    from tickloop.operator.service import open_configured_store  # noqa: PLC0415
+    from tickloop.cli.startup import paused_gc  # noqa: PLC0415
+
+    with paused_gc():
+        from tickloop.config import load_settings  # noqa: PLC0415
+        from tickloop.operator.monitor import run_monitor  # noqa: PLC0415
+        from tickloop.operator.service import open_configured_store  # noqa: PLC0415
 
     report = run_monitor(
         open_store=open_configured_store,

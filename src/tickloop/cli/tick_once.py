@@ -8,6 +8,7 @@ its usage message. ``run`` is shared by both paths. Exit codes: ``tickloop.opera
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
@@ -65,12 +66,17 @@ def parse(args: Sequence[str], env: Mapping[str, str] = os.environ) -> TickReque
 
 def run(request: TickRequest) -> int:
     """Run the tick, print its row's one-line summary, and return the process exit code."""
-    from tickloop.config import load_settings  # noqa: PLC0415
-    from tickloop.config_sections import check_config  # noqa: PLC0415
-    from tickloop.inert import inert  # noqa: PLC0415
-    from tickloop.operator.runner import run_tick  # noqa: PLC0415
-    from tickloop.operator.service import open_configured_store  # noqa: PLC0415
+    from tickloop.cli.startup import paused_gc  # noqa: PLC0415
 
+    with paused_gc():
+        from tickloop.config import load_settings  # noqa: PLC0415
+        from tickloop.config_sections import check_config  # noqa: PLC0415
+        from tickloop.inert import inert  # noqa: PLC0415
+        from tickloop.operator.runner import load_tick, run_tick  # noqa: PLC0415
+        from tickloop.operator.service import open_configured_store  # noqa: PLC0415
+
+        with contextlib.suppress(Exception):  # the tick's own modules: a failure is its row's error
+            load_tick(request.kind)
     settings = load_settings()
     # Before any row: a configuration error is the process's start failing (exit 2, naming the key).
     check_config(settings, model=settings.model.name if request.kind in MODEL_TICKS else None)

@@ -6,7 +6,6 @@ Offered tools, it behaves deterministically too: when the person's message conta
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
@@ -76,6 +75,8 @@ class OfflineModel:
         words = text.split(" ")
         for i, word in enumerate(words):
             if self.token_delay:
+                import asyncio  # noqa: PLC0415  (only a delayed model needs the event loop's sleep)
+
                 await asyncio.sleep(self.token_delay)
             yield TextDelta(word if i == len(words) - 1 else word + " ")
         yield Finished(usage=_usage(messages, text), finish_reason="stop")

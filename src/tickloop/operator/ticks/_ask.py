@@ -16,7 +16,6 @@ plus the answer filled it): the error then says "context full" with the numbers,
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Coroutine, Mapping
 from typing import Any, Generic, TypeVar
@@ -24,7 +23,7 @@ from typing import Any, Generic, TypeVar
 import msgspec
 
 from tickloop.errors import ModelError, ValidationError
-from tickloop.models.base import ChatMessage, Completion, complete_once
+from tickloop.models.base import ChatMessage, ChatModel, Completion, complete_once
 from tickloop.models.failures import cut_off_text
 from tickloop.models.structured import decode_structured, schema_for
 from tickloop.operator.context import ContextPacket, estimated_tokens, user_message
@@ -78,7 +77,7 @@ def ask(
     )
     started = time.monotonic()
     try:
-        completion = asyncio.run(_bounded(call, budget_s))
+        completion = _run(call, budget_s, loop_free=_is_loop_free(model))
     except ModelError as exc:
         return Asked(None, f"{MODEL_FAILED}: {exc.message}", extra, text)
     finally:
@@ -102,10 +101,36 @@ def ask(
     return Asked(value, "", extra, text)
 
 
+def _is_loop_free(model: ChatModel) -> bool:
+    """True for the instant offline model: its ``complete`` never awaits anything, so it is driven to
+    its end without an event loop (asyncio is a quarter of a one-shot fast tick's start-up)."""
+    from tickloop.models.offline import OfflineModel  # noqa: PLC0415
+
+    return type(model) is OfflineModel and not model.token_delay
+
+
+def _run(call: Coroutine[Any, Any, Completion], budget_s: float | None, *, loop_free: bool) -> Completion:
+    """``call``'s result: on an event loop of its own, bounded by ``budget_s``, or (``loop_free``)
+    by stepping the coroutine once, which must finish it."""
+    if loop_free:
+        try:
+            call.send(None)
+        except StopIteration as done:
+            result: Completion = done.value
+            return result
+        call.close()
+        raise RuntimeError("a loop-free model call awaited something")  # a bug, not a model failure
+    import asyncio  # noqa: PLC0415
+
+    return asyncio.run(_bounded(call, budget_s))
+
+
 async def _bounded(call: Coroutine[Any, Any, Completion], budget_s: float | None) -> Completion:
     """``call`` within ``budget_s`` seconds (None: no bound beyond the endpoint's own)."""
     if budget_s is None:
         return await call
+    import asyncio  # noqa: PLC0415
+
     try:
         async with asyncio.timeout(max(0.0, budget_s)):
             return await call
