@@ -52,23 +52,33 @@ def eval_command(
     executor, then tokens and seconds per tick. With --format inspect, also an Inspect AI eval log
     (one sample per scenario and repeat: the prompt, the answer, each check) for `inspect view`.
     """
-    from tickloop.config import load_settings  # noqa: PLC0415
-    from tickloop.models.registry import get_model  # noqa: PLC0415
-    from tickloop.operator.eval import run_suite  # noqa: PLC0415
     from tickloop.operator.eval.scenarios import load_suite  # noqa: PLC0415
 
-    if as_json and fmt not in (None, "json"):
-        raise click.UsageError(f"--json is --format json: give one of --json and --format {fmt}")
-    fmt = "json" if as_json else fmt or "table"
+    fmt = _format(as_json=as_json, fmt=fmt)
     scenarios = load_suite(names=list(names))
     if list_only:
         for scenario in scenarios:
             click.echo(f"{scenario.name:<24} {scenario.tick:<12} {scenario.about}")
         return
+    _run(scenarios, model_name, repeat, fmt, out)
+
+
+def _format(*, as_json: bool, fmt: str | None) -> str:
+    """The one output format asked for; for inspect, Inspect AI is checked for before anything runs."""
+    if as_json and fmt not in (None, "json"):
+        raise click.UsageError(f"--json is --format json: give one of --json and --format {fmt}")
     if fmt == "inspect":
         from tickloop.operator.eval.inspect_log import require_inspect  # noqa: PLC0415
 
         require_inspect()
+    return "json" if as_json else fmt or "table"
+
+
+def _run(scenarios: Any, model_name: str | None, repeat: int, fmt: str, out: Path) -> None:
+    from tickloop.config import load_settings  # noqa: PLC0415
+    from tickloop.models.registry import get_model  # noqa: PLC0415
+    from tickloop.operator.eval import run_suite  # noqa: PLC0415
+
     settings = load_settings()
     name = model_name or settings.model.name
     model = _with_offline_answers(get_model(name, settings, os.environ))
