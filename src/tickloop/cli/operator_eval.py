@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -20,40 +21,90 @@ from tickloop.inert import inert
 @click.option("--scenario", "names", multiple=True, help="Only this scenario (repeat for more).")
 @click.option("--list", "list_only", is_flag=True, help="List the scenarios and exit.")
 @click.option("--json", "as_json", is_flag=True, help="Print the stats and every trial as JSON.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json", "inspect"]),
+    help="table (the default), json (as --json), or inspect: the table, and an Inspect AI log in --out.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("logs"),
+    show_default=True,
+    help="The directory the Inspect log is written to (--format inspect).",
+)
 def eval_command(
-    *, model_name: str | None, repeat: int, names: tuple[str, ...], list_only: bool, as_json: bool
+    *,
+    model_name: str | None,
+    repeat: int,
+    names: tuple[str, ...],
+    list_only: bool,
+    as_json: bool,
+    fmt: str | None,
+    out: Path,
 ) -> None:
     """Is this model good enough to run the operator? Scores it on the scenario suite.
 
     Each scenario is a goal, a board, a plan, observations (tainted or not), failed actions and
     critiques; its real tick runs against a throwaway store with the executor never run. Prints
     each check's rate with a 95% Wilson interval and the bar the operator needs before you arm the
-    executor, then tokens and seconds per tick.
+    executor, then tokens and seconds per tick. With --format inspect, also an Inspect AI eval log
+    (one sample per scenario and repeat: the prompt, the answer, each check) for `inspect view`.
     """
-    from tickloop.config import load_settings  # noqa: PLC0415
-    from tickloop.models.registry import get_model  # noqa: PLC0415
-    from tickloop.operator.eval import run_suite  # noqa: PLC0415
     from tickloop.operator.eval.scenarios import load_suite  # noqa: PLC0415
 
+    fmt = _format(as_json=as_json, fmt=fmt)
     scenarios = load_suite(names=list(names))
     if list_only:
         for scenario in scenarios:
             click.echo(f"{scenario.name:<24} {scenario.tick:<12} {scenario.about}")
         return
+    _run(scenarios, model_name, repeat, fmt, out)
+
+
+def _format(*, as_json: bool, fmt: str | None) -> str:
+    """The one output format asked for; for inspect, Inspect AI is checked for before anything runs."""
+    if as_json and fmt not in (None, "json"):
+        raise click.UsageError(f"--json is --format json: give one of --json and --format {fmt}")
+    if fmt == "inspect":
+        from tickloop.operator.eval.inspect_log import require_inspect  # noqa: PLC0415
+
+        require_inspect()
+    return "json" if as_json else fmt or "table"
+
+
+def _run(scenarios: Any, model_name: str | None, repeat: int, fmt: str, out: Path) -> None:
+    from tickloop.config import load_settings  # noqa: PLC0415
+    from tickloop.models.registry import get_model  # noqa: PLC0415
+    from tickloop.operator.eval import run_suite  # noqa: PLC0415
+
     settings = load_settings()
     name = model_name or settings.model.name
     model = _with_offline_answers(get_model(name, settings, os.environ))
     label = inert(model.label, keep_newlines=False)
-    if not as_json:
+    quiet = fmt == "json"
+    if not quiet:
         click.echo(f"evaluating {label}: {len(scenarios)} scenarios x {repeat}", err=True)
     result = run_suite(
-        scenarios, model, settings, os.environ, repeat=repeat, progress=None if as_json else _progress
+        scenarios, model, settings, os.environ, repeat=repeat, progress=None if quiet else _progress
     )
-    if as_json:
+    if quiet:
         json.dump(_plain(result, label), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return
     _print(result, label, len(scenarios), repeat)
+    if fmt == "inspect":
+        _write_inspect(result, scenarios, name, repeat, out)
+
+
+def _write_inspect(result: Any, scenarios: Any, name: str, repeat: int, out: Path) -> None:
+    from tickloop.operator.eval.inspect_log import write_inspect  # noqa: PLC0415
+
+    path = write_inspect(result, scenarios, name, repeat=repeat, out=out)
+    click.echo(
+        inert(f"\nInspect log: {path}\nSee every answer: inspect view --log-dir {out}", keep_newlines=True)
+    )
 
 
 def _with_offline_answers(model: Any) -> Any:

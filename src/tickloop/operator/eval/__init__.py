@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from tickloop.config import Settings
@@ -29,6 +30,9 @@ class EvalResult:
     verdicts: list[dict[str, bool | None]]
     stats: list[CheckStats]
     per_tick: dict[str, Spread | None]
+    #: when the run started and ended (UTC)
+    started: datetime | None = None
+    finished: datetime | None = None
 
 
 def run_suite(
@@ -43,6 +47,7 @@ def run_suite(
     """Run every scenario ``repeat`` times against ``model`` and score each trial."""
     trials: list[Trial] = []
     verdicts: list[dict[str, bool | None]] = []
+    started = datetime.now(UTC)
     for number in range(1, repeat + 1):
         for scenario in scenarios:
             trial = run_trial(scenario, number, model, settings, env)
@@ -50,4 +55,5 @@ def run_suite(
             verdicts.append(score(scenario, trial))
             if progress is not None:
                 progress(scenario, trial, verdicts[-1])
-    return EvalResult(trials, verdicts, check_stats(verdicts), per_tick(trials))
+    finished = datetime.now(UTC)
+    return EvalResult(trials, verdicts, check_stats(verdicts), per_tick(trials), started, finished)

@@ -38,6 +38,8 @@ class Call:
     error: str = ""
     #: UTF-8 bytes of the messages sent (for an estimate when the server counts no tokens)
     prompt_bytes: int = 0
+    #: the messages sent, as ``{"role", "content"}`` (what ``--format inspect`` shows)
+    prompt: list[dict[str, str]] = field(default_factory=list)
 
 
 class Recording:
@@ -66,17 +68,22 @@ class Recording:
         max_tokens: int | None = None,
     ) -> Completion:
         sent = sum(len(m.content.encode("utf-8", "replace")) for m in messages)
+        prompt = [{"role": m.role, "content": m.content} for m in messages]
         started = time.monotonic()
         try:
             done = await self.inner.complete(messages, json_schema=json_schema, max_tokens=max_tokens)
         except ModelError as exc:  # no answer: scored as one that is not the schema
-            self.calls.append(Call("", None, None, time.monotonic() - started, None, exc.message, sent))
+            self.calls.append(
+                Call("", None, None, time.monotonic() - started, None, exc.message, sent, prompt)
+            )
             raise
         usage = done.usage
         tokens_in = None if usage is None else usage.input_tokens
         tokens_out = None if usage is None else usage.output_tokens
         seconds = time.monotonic() - started
-        self.calls.append(Call(done.text, tokens_in, tokens_out, seconds, done.finish_reason, "", sent))
+        self.calls.append(
+            Call(done.text, tokens_in, tokens_out, seconds, done.finish_reason, "", sent, prompt)
+        )
         return done
 
     def keep_connections(self) -> None:
