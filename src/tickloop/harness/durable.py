@@ -9,15 +9,17 @@ every point where the protocol needs its records durable before something acts o
 
 - before a queued input starts its turn: the ledger records that scheduled it (``tick_terminal``,
   ``tick_scheduled``, ``tick_enqueued``) are durable before the turn's first line is written;
-- before every model request: the turn's input and the tool results;
+- before a model's answer is read: the turn's input and the tool results (the request itself goes
+  out at once and the fsyncs run while it is in flight: ``harness.ahead``);
 - after a round's tool calls are recorded, before any of them runs;
 - after a terminal is written, before any plugin observes it (the tick plugin schedules on it);
 - when the agent closes, before the files are released.
 
 A record is durable before any line that depends on it is even written (the kernel may write a
 dirty page back at any time, so waiting only before the effect would not do). So the protocol's
-order is unchanged; only the thread that waits for the disk is, and a step costs three dependent
-fsyncs (terminal, ledger, next input) instead of about eight on the event loop. Concurrent settles
+order is unchanged; only the thread that waits for the disk is. A step costs three dependent fsyncs
+(terminal, ledger, next input) instead of about eight on the event loop, and only the terminal's
+delays the next request. Concurrent settles
 of one file share one fsync (a group commit). ``fsync`` is per file, not per descriptor,
 so the pool fsyncs through a read-only descriptor of its own.
 """
