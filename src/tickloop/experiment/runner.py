@@ -25,7 +25,6 @@ resumed silently.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -35,15 +34,14 @@ from typing import Any, Protocol
 
 from tickloop.audit import read_ledger, session_file_name
 from tickloop.config import Settings
-from tickloop.errors import ConfigError, LedgerError
+from tickloop.errors import ConfigError
+from tickloop.experiment.manifest import MANIFEST, KeyState, Manifest, manifest_state
 from tickloop.experiment.spec import ALL, SessionPlan, Shard, Spec
 from tickloop.harness.durable import FsyncPool
 from tickloop.harness.events import AgentEvent, TextStreamed, TurnEnded, TurnStarted
 from tickloop.models.base import ChatMessage, ChatModel, Completion, Finished, StreamEvent, ToolSpec
 from tickloop.models.offline import OfflineModel
-from tickloop.protocol.ledger import loads_bounded
 
-MANIFEST = "manifest.jsonl"
 SESSIONS = "sessions"
 LEDGERS = "ledgers"
 
@@ -86,61 +84,6 @@ class RunSummary:
     def failed(self) -> int:
         """Sessions refused or crashed in this run."""
         return sum(n for status, n in self.statuses.items() if status in FAILED)
-
-
-class Manifest:
-    """``manifest.jsonl``: append-only, one record a line, each flushed and fsynced."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def read(self) -> Iterator[dict[str, Any]]:
-        if not self.path.exists():
-            return
-        with self.path.open("rb") as handle:
-            for lineno, line in enumerate(handle, 1):
-                if not line.endswith(b"\n"):
-                    return  # a torn tail from a crash: that session was never finished
-                try:
-                    rec = loads_bounded(line)  # a depth bound, like every other reader of run files
-                except (ValueError, LedgerError):
-                    raise ConfigError(f"{self.path}:{lineno}: not a JSON record") from None
-                if not isinstance(rec, dict):
-                    raise ConfigError(f"{self.path}:{lineno}: not a JSON object")
-                yield rec
-
-    def append(self, record: Mapping[str, Any]) -> None:
-        line = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, line.encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-@dataclass(slots=True)
-class _KeyState:
-    attempts: int = 0
-    open_session: str | None = None
-    finished: bool = False
-
-
-def manifest_state(manifest: Manifest) -> dict[str, _KeyState]:
-    """Per session key: attempts so far, an attempt left open, and whether one finished."""
-    state: dict[str, _KeyState] = {}
-    for rec in manifest.read():
-        key = str(rec.get("key", ""))
-        entry = state.setdefault(key, _KeyState())
-        event = rec.get("event")
-        if event == "started":
-            entry.attempts = max(entry.attempts, int(rec.get("attempt", 1)))
-            entry.open_session = str(rec.get("sessionId"))
-        elif event == "finished":
-            entry.finished, entry.open_session = True, None
-        elif event == "abandoned":
-            entry.open_session = None
-    return state
 
 
 def prepare_dir(spec: Spec, out: Path) -> None:
@@ -332,11 +275,11 @@ class Runner:
     def _owned(self) -> Iterator[SessionPlan]:
         return (plan for plan in self.spec.iter_sessions() if self.shard.owns(plan))
 
-    def _pending(self, state: dict[str, _KeyState]) -> Iterator[tuple[SessionPlan, int]]:
+    def _pending(self, state: dict[str, KeyState]) -> Iterator[tuple[SessionPlan, int]]:
         """Each unfinished session with its attempt number; an attempt a crash left open is
         recorded ``abandoned`` just before its key runs again as a new session."""
         for plan in self._owned():
-            entry = state.get(plan.key, _KeyState())
+            entry = state.get(plan.key, KeyState())
             if entry.finished:
                 continue
             if entry.open_session is not None:
