@@ -39,7 +39,15 @@ from tickloop.experiment.manifest import MANIFEST, KeyState, Manifest, manifest_
 from tickloop.experiment.spec import ALL, SessionPlan, Shard, Spec
 from tickloop.harness.durable import FsyncPool
 from tickloop.harness.events import AgentEvent, TextStreamed, TurnEnded, TurnStarted
-from tickloop.models.base import ChatMessage, ChatModel, Completion, Finished, StreamEvent, ToolSpec
+from tickloop.models.base import (
+    ChatMessage,
+    ChatModel,
+    Completion,
+    Finished,
+    StreamEvent,
+    TextDelta,
+    ToolSpec,
+)
 from tickloop.models.offline import OfflineModel
 
 SESSIONS = "sessions"
@@ -126,16 +134,20 @@ class _LimitedModel:
     def __init__(self, model: ChatModel, gate: asyncio.Semaphore) -> None:
         self._model, self._gate = model, gate
         self.name, self.label = model.name, model.label
-        self.finish_reason: str | None = None  #: of the last answer streamed
+        self.seen = TurnSeen()  #: what the model did for the current turn (the meter resets it)
         self.returned: set[str] = set()  #: the model ids the provider returned
 
     async def stream(
         self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = ()
     ) -> AsyncIterator[StreamEvent]:
         async with self._gate:
+            seen = self.seen
+            seen.sent = seen.sent or time.monotonic()
             async for event in self._model.stream(messages, tools=tools):
-                if isinstance(event, Finished):  # what the provider said of the answer, for the dataset
-                    self.finish_reason = event.finish_reason
+                if isinstance(event, TextDelta) and seen.first_text is None:
+                    seen.first_text = time.monotonic()
+                elif isinstance(event, Finished):  # what the provider said of the answer, for the dataset
+                    seen.finish_reason = event.finish_reason
                     if event.model:
                         self.returned.add(event.model)
                 yield event
@@ -155,6 +167,17 @@ class _LimitedModel:
 
     async def aclose(self) -> None:
         pass  # the runner closes the shared model when the run ends
+
+
+@dataclass(slots=True)
+class TurnSeen:
+    """A turn as its model saw it. The agent sends a turn's request ahead of the fsyncs that precede
+    the turn (``harness.ahead``), so its answer may arrive before the turn is written: the times are
+    taken where the request is made, not from the agent's events."""
+
+    sent: float | None = None  #: monotonic time of the turn's first request
+    first_text: float | None = None  #: ... of its first streamed text
+    finish_reason: str | None = None  #: of the last answer streamed
 
 
 @dataclass(slots=True)
@@ -179,34 +202,38 @@ class StepMeter:
                 step = 0
                 self.steps = [s for s in self.steps if s["step"] != 0]  # only the opening's last turn
             if isinstance(step, int):
-                self._current = {"step": step, "turn": event.turn.number, "startMs": _ms(now - self.started)}
+                self._current = {"step": step, "turn": event.turn.number}
                 self._t0, self._text = now, []
-                if self.model is not None:
-                    self.model.finish_reason = None
         elif isinstance(event, TextStreamed) and self._current is not None:
-            if not self._text:
-                self._current["ttftMs"] = _ms(now - self._t0)
             self._text.append(event.text)
-        elif isinstance(event, TurnEnded) and self._current is not None:
-            self._end(self._current, event, now)
+        elif isinstance(event, TurnEnded):
+            # A turn's requests all go out after the previous turn's terminal: what the model saw
+            # since then is this turn's.
+            seen = TurnSeen() if self.model is None else self.model.seen
+            if self.model is not None:
+                self.model.seen = TurnSeen()
+            if self._current is not None:
+                self._end(self._current, event, now, seen)
 
-    def _end(self, current: dict[str, Any], event: TurnEnded, now: float) -> None:
+    def _end(self, current: dict[str, Any], event: TurnEnded, now: float, seen: TurnSeen) -> None:
         terminal, text = event.terminal, "".join(self._text)
         usage = terminal.usage
+        start = min(self._t0, seen.sent or self._t0)  # the turn starts with its request
         current.update(
+            startMs=_ms(start - self.started),
             status=str(terminal.status),
-            latencyMs=_ms(now - self._t0),
+            latencyMs=_ms(now - start),
+            ttftMs=None if seen.first_text is None or not text else _ms(seen.first_text - start),
             inputTokens=None if usage is None else usage.input_tokens,
             outputTokens=None if usage is None else usage.output_tokens,
             usageReported=usage is not None,
-            finishReason=None if self.model is None else self.model.finish_reason,
+            finishReason=seen.finish_reason,
             toolCalls=terminal.tool_calls or 0,
             chars=len(text),
             words=len(text.split()),
         )
         if terminal.detail:
             current["detail"] = terminal.detail
-        current.setdefault("ttftMs", None)
         self.steps.append(current)
         if current["step"] > 0:
             self.progress.step_done(error=str(terminal.status) != "completed")
