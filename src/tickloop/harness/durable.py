@@ -27,7 +27,6 @@ so the pool fsyncs through a read-only descriptor of its own.
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -74,19 +73,21 @@ class Watched:
         self.written += 1
 
     async def settle(self) -> None:
-        """Return once every line written so far is durable."""
+        """Return once every line written so far is durable. Settles that arrive while an fsync is
+        in flight wait for it, then share the next one (a group commit)."""
         while self.synced < self.written:
             if self._inflight is None:
-                target = self.written
-                future = asyncio.ensure_future(self._pool.run(os.fsync, self._fd))
-                future.add_done_callback(functools.partial(self._synced, target=target))
-                self._inflight = future
+                self._inflight = asyncio.ensure_future(self._fsync(self.written))
             await asyncio.shield(self._inflight)
 
-    def _synced(self, future: asyncio.Future[None], *, target: int) -> None:
-        self._inflight = None
-        if not future.cancelled() and future.exception() is None:
+    async def _fsync(self, target: int) -> None:
+        # The state changes inside the task, before it is done: a settle never finds a finished
+        # fsync still in flight (awaiting a done future does not yield, so that would spin).
+        try:
+            await self._pool.run(os.fsync, self._fd)
             self.synced = max(self.synced, target)
+        finally:
+            self._inflight = None
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -136,3 +136,49 @@ async def test_every_record_is_durable_before_anything_acts_on_it_under_concurre
         witness.assert_durable(ledger, "after close")
         report, _ = verify_file(ledger)
         assert report.violations == []
+
+
+def test_many_sessions_settling_one_file_share_its_fsyncs_and_all_return(tmp_path: Path) -> None:
+    """Records of many sessions written to one file (the experiment's manifest) are each durable
+    when their settle returns, an fsync serves the records written before it began, and a settle
+    that arrives just as an fsync ends never spins the event loop (it runs in a thread here, so a
+    spin fails the join instead of hanging the suite)."""
+    path = tmp_path / "shared.jsonl"
+    path.write_bytes(b"")
+    witness = DiskWitness(os.fsync, delay=(0.0, 0.002))
+    fsyncs: list[int] = []
+
+    def counted(fd: int) -> None:
+        fsyncs.append(fd)
+        witness(fd)
+
+    async def scenario() -> None:
+        pool = FsyncPool(workers=8)
+        watched = pool.watch(path)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+
+        async def writer(n: int) -> None:
+            for i in range(25):
+                await asyncio.sleep(random.uniform(0, 0.002))  # sessions arrive at any moment
+                os.write(fd, b"%d %d\n" % (n, i))
+                watched.wrote()
+                await watched.settle()
+                witness.assert_durable(path, f"writer {n} record {i}")
+
+        try:
+            await asyncio.gather(*(writer(n) for n in range(16)))
+        finally:
+            os.close(fd)
+            watched.close()
+            pool.shutdown()
+
+    real = os.fsync
+    os.fsync = counted
+    try:
+        done = threading.Thread(target=asyncio.run, args=(scenario(),), daemon=True)
+        done.start()
+        done.join(timeout=30)
+    finally:
+        os.fsync = real
+    assert not done.is_alive(), "a settle spun the event loop"
+    assert len(fsyncs) < 16 * 25  # concurrent settles shared fsyncs (a group commit)
