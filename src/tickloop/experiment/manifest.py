@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tickloop.errors import ConfigError, LedgerError
+from tickloop.harness.durable import FsyncPool
 from tickloop.protocol.ledger import loads_bounded
 
 MANIFEST = "manifest.jsonl"
@@ -42,13 +43,41 @@ class Manifest:
                 yield rec
 
     def append(self, record: Mapping[str, Any]) -> None:
-        line = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        """Append one record; it is durable when this returns."""
+        fd = _open_for_append(self.path)
         try:
-            os.write(fd, line.encode())
+            os.write(fd, _line(record))
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+class ManifestWriter:
+    """The manifest as the runner writes it, under the run's ``FsyncPool``: one descriptor, each
+    record written at once and made durable by an fsync that the records of concurrent sessions
+    share (a group commit: the records written while one fsync is in flight wait for the next)."""
+
+    def __init__(self, manifest: Manifest, pool: FsyncPool) -> None:
+        self._fd = _open_for_append(manifest.path)
+        self._watched = pool.watch(manifest.path)
+
+    async def append(self, record: Mapping[str, Any]) -> None:
+        """Append one record; it is durable when this returns."""
+        os.write(self._fd, _line(record))  # O_APPEND: whole lines, even with other shard processes
+        self._watched.wrote()
+        await self._watched.settle()
+
+    def close(self) -> None:
+        os.close(self._fd)
+        self._watched.close()
+
+
+def _open_for_append(path: Path) -> int:
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+
+
+def _line(record: Mapping[str, Any]) -> bytes:
+    return (json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
 
 
 @dataclass(slots=True)

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 from tickloop.audit import read_ledger, session_file_name
 from tickloop.config import Settings
 from tickloop.errors import ConfigError
-from tickloop.experiment.manifest import MANIFEST, KeyState, Manifest, manifest_state
+from tickloop.experiment.manifest import MANIFEST, KeyState, Manifest, ManifestWriter, manifest_state
 from tickloop.experiment.spec import ALL, SessionPlan, Shard, Spec
 from tickloop.harness.durable import FsyncPool
 from tickloop.harness.events import AgentEvent, TextStreamed, TurnEnded, TurnStarted
@@ -272,6 +272,7 @@ class Runner:
         self.statuses: dict[str, int] = {}
         #: the sessions' fsyncs (transcripts, ledgers, the manifest) run here, off the event loop
         self._pool: FsyncPool | None = None
+        self._writer: ManifestWriter | None = None
 
     async def run(self) -> RunSummary:
         await prepare_run(self.spec, self.out, self.settings, self.env)
@@ -291,11 +292,13 @@ class Runner:
         todo = sum(cells.values())
         queue = self._pending(state)
         self._pool = FsyncPool(workers=min(64, 2 * self.concurrency))
+        self._writer = ManifestWriter(self.manifest, self._pool)
         try:
             await asyncio.gather(*(self._worker(queue) for _ in range(min(self.concurrency, todo))))
         finally:
             for model in self._models.values():
                 await model.aclose()
+            self._writer.close()
             self._pool.shutdown()
         return RunSummary(todo, skipped, abandoned, dict(self.statuses))
 
@@ -405,9 +408,9 @@ class Runner:
         return status
 
     async def _append(self, record: Mapping[str, Any]) -> None:
-        """A durable manifest record, written on a worker thread (the event loop runs on)."""
-        assert self._pool is not None
-        await self._pool.run(self.manifest.append, record)
+        """A durable manifest record, fsynced on a worker thread (the event loop runs on)."""
+        assert self._writer is not None
+        await self._writer.append(record)
 
 
 def _sample_at(model: ChatModel, temperature: float) -> None:
