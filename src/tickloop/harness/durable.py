@@ -119,10 +119,11 @@ class Durability:
 
     async def settle(self) -> None:
         """Every line written so far to any of the agent's files is durable when this returns."""
-        if len(self._watched) == 1:
-            await self._watched[0].settle()
-        else:
-            await asyncio.gather(*(w.settle() for w in self._watched))
+        dirty = [w for w in self._watched if w.synced < w.written]  # most settles find nothing to do
+        if len(dirty) == 1:
+            await dirty[0].settle()
+        elif dirty:
+            await asyncio.gather(*(w.settle() for w in dirty))
 
     async def aclose(self) -> None:
         """Settle, then release the files (a ledger's close runs on a worker thread)."""
