@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from tickloop.clock import Clock
 from tickloop.errors import ModelError, TickloopError
-from tickloop.harness.ahead import AnswerAhead
+from tickloop.harness.ahead import AnswerAhead, AnswerNow
 from tickloop.harness.commands import CommandPlane, CommandResult, is_command
 from tickloop.harness.durable import Durability
 from tickloop.harness.events import (
@@ -107,7 +107,8 @@ class Agent:
         self._wakeup = asyncio.Event()
         self._changed = asyncio.Event()
         self._stream: asyncio.Task[Usage | None] | None = None
-        self._ahead: AnswerAhead | None = None  #: the next turn's first request, sent before it starts
+        #: the next turn's first request, sent before the turn starts
+        self._ahead: AnswerAhead | AnswerNow | None = None
         self._worker: asyncio.Task[None] | None = None
         self._closed = False
         self._failure: BaseException | None = None
@@ -274,7 +275,8 @@ class Agent:
             # The input's request goes out now (``harness.ahead``), while what queued the input (a time
             # step's tick_enqueued) is made durable; only then is the turn written. The input stays
             # queued meanwhile, so the agent is not idle.
-            self._ahead = self._ask(then=self._queue[0])
+            if self.durability is not None and self.durability.dirty:
+                self._ahead = self._ask(then=self._queue[0])
             try:
                 await self._settle()
             except BaseException:
@@ -377,12 +379,14 @@ class Agent:
             await answer.close()
         return usage, calls
 
-    def _ask(self, then: Message | None = None) -> AnswerAhead:
-        """Send the request for the transcript (and ``then``, the input about to start its turn)
-        now; its answer is read once the records that led to it are durable."""
+    def _ask(self, then: Message | None = None) -> AnswerAhead | AnswerNow:
+        """The request for the transcript (and ``then``, the input about to start its turn): sent
+        now if records that led to it are still on their way to the disk, its answer read once
+        they are durable; otherwise read as it streams."""
         specs = self.toolbox.specs()
         messages = self._model_input(with_tools=bool(specs), then=then)
-        return AnswerAhead(lambda: self.model.stream(messages, tools=specs))
+        dirty = self.durability is not None and self.durability.dirty
+        return (AnswerAhead if dirty else AnswerNow)(lambda: self.model.stream(messages, tools=specs))
 
     async def _give_up_ahead(self) -> None:
         answer, self._ahead = self._ahead, None

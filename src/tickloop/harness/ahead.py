@@ -52,3 +52,19 @@ class AnswerAhead:
         await asyncio.wait((self._task,))
         if not self._task.cancelled():
             self._task.exception()  # already raised to the reader, or never wanted: retrieved
+
+
+class AnswerNow:
+    """The same interface for an answer with nothing to wait for: the stream is read directly."""
+
+    def __init__(self, request: Callable[[], AsyncIterator[StreamEvent]]) -> None:
+        self._stream = request()
+
+    def events(self) -> AsyncIterator[StreamEvent]:
+        return self._stream
+
+    async def close(self) -> None:
+        """Close the provider's stream now, not whenever the generator is collected."""
+        aclose = getattr(self._stream, "aclose", None)
+        if aclose is not None:
+            await aclose()

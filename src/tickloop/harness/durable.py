@@ -117,6 +117,11 @@ class Durability:
         self._closers.append(ledger.close)
         return DeferredLedger(ledger, self.watch(ledger.path))
 
+    @property
+    def dirty(self) -> bool:
+        """Some line written to one of the agent's files is not yet known durable."""
+        return any(w.synced < w.written for w in self._watched)
+
     async def settle(self) -> None:
         """Every line written so far to any of the agent's files is durable when this returns."""
         dirty = [w for w in self._watched if w.synced < w.written]  # most settles find nothing to do
