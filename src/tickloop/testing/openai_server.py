@@ -39,7 +39,7 @@ from typing import Any
 
 from tickloop.testing import openai_wire as wire
 from tickloop.testing.openai_faults import Reply
-from tickloop.testing.openai_wire import MODEL_ID
+from tickloop.testing.openai_wire import MODEL_ID  # noqa: F401  (re-exported: tests import it from here)
 
 __all__ = ["OpenAIServer", "RecordedRequest", "Reply", "main"]
 
