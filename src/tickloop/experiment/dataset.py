@@ -23,9 +23,10 @@ from typing import Any
 
 from tickloop.audit import read_ledger, session_file_name
 from tickloop.errors import ConfigError, LedgerError
+from tickloop.experiment.manifest import MANIFEST, Manifest
 from tickloop.experiment.provenance import read_run_record
 from tickloop.experiment.redaction import Redactor
-from tickloop.experiment.runner import LEDGERS, MANIFEST, SESSIONS, Manifest
+from tickloop.experiment.runner import LEDGERS, SESSIONS
 from tickloop.protocol.ledger import loads_bounded
 
 

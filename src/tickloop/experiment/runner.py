@@ -25,7 +25,6 @@ resumed silently.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -35,15 +34,22 @@ from typing import Any, Protocol
 
 from tickloop.audit import read_ledger, session_file_name
 from tickloop.config import Settings
-from tickloop.errors import ConfigError, LedgerError
+from tickloop.errors import ConfigError
+from tickloop.experiment.manifest import MANIFEST, KeyState, Manifest, ManifestWriter, manifest_state
 from tickloop.experiment.spec import ALL, SessionPlan, Shard, Spec
 from tickloop.harness.durable import FsyncPool
 from tickloop.harness.events import AgentEvent, TextStreamed, TurnEnded, TurnStarted
-from tickloop.models.base import ChatMessage, ChatModel, Completion, Finished, StreamEvent, ToolSpec
+from tickloop.models.base import (
+    ChatMessage,
+    ChatModel,
+    Completion,
+    Finished,
+    StreamEvent,
+    TextDelta,
+    ToolSpec,
+)
 from tickloop.models.offline import OfflineModel
-from tickloop.protocol.ledger import loads_bounded
 
-MANIFEST = "manifest.jsonl"
 SESSIONS = "sessions"
 LEDGERS = "ledgers"
 
@@ -88,61 +94,6 @@ class RunSummary:
         return sum(n for status, n in self.statuses.items() if status in FAILED)
 
 
-class Manifest:
-    """``manifest.jsonl``: append-only, one record a line, each flushed and fsynced."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def read(self) -> Iterator[dict[str, Any]]:
-        if not self.path.exists():
-            return
-        with self.path.open("rb") as handle:
-            for lineno, line in enumerate(handle, 1):
-                if not line.endswith(b"\n"):
-                    return  # a torn tail from a crash: that session was never finished
-                try:
-                    rec = loads_bounded(line)  # a depth bound, like every other reader of run files
-                except (ValueError, LedgerError):
-                    raise ConfigError(f"{self.path}:{lineno}: not a JSON record") from None
-                if not isinstance(rec, dict):
-                    raise ConfigError(f"{self.path}:{lineno}: not a JSON object")
-                yield rec
-
-    def append(self, record: Mapping[str, Any]) -> None:
-        line = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n"
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, line.encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-@dataclass(slots=True)
-class _KeyState:
-    attempts: int = 0
-    open_session: str | None = None
-    finished: bool = False
-
-
-def manifest_state(manifest: Manifest) -> dict[str, _KeyState]:
-    """Per session key: attempts so far, an attempt left open, and whether one finished."""
-    state: dict[str, _KeyState] = {}
-    for rec in manifest.read():
-        key = str(rec.get("key", ""))
-        entry = state.setdefault(key, _KeyState())
-        event = rec.get("event")
-        if event == "started":
-            entry.attempts = max(entry.attempts, int(rec.get("attempt", 1)))
-            entry.open_session = str(rec.get("sessionId"))
-        elif event == "finished":
-            entry.finished, entry.open_session = True, None
-        elif event == "abandoned":
-            entry.open_session = None
-    return state
-
-
 def prepare_dir(spec: Spec, out: Path) -> None:
     """Create the run directory, or check that it holds this same spec."""
     out.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -183,16 +134,20 @@ class _LimitedModel:
     def __init__(self, model: ChatModel, gate: asyncio.Semaphore) -> None:
         self._model, self._gate = model, gate
         self.name, self.label = model.name, model.label
-        self.finish_reason: str | None = None  #: of the last answer streamed
+        self.seen = TurnSeen()  #: what the model did for the current turn (the meter resets it)
         self.returned: set[str] = set()  #: the model ids the provider returned
 
     async def stream(
         self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = ()
     ) -> AsyncIterator[StreamEvent]:
         async with self._gate:
+            seen = self.seen
+            seen.sent = seen.sent or time.monotonic()
             async for event in self._model.stream(messages, tools=tools):
-                if isinstance(event, Finished):  # what the provider said of the answer, for the dataset
-                    self.finish_reason = event.finish_reason
+                if isinstance(event, TextDelta) and seen.first_text is None:
+                    seen.first_text = time.monotonic()
+                elif isinstance(event, Finished):  # what the provider said of the answer, for the dataset
+                    seen.finish_reason = event.finish_reason
                     if event.model:
                         self.returned.add(event.model)
                 yield event
@@ -212,6 +167,17 @@ class _LimitedModel:
 
     async def aclose(self) -> None:
         pass  # the runner closes the shared model when the run ends
+
+
+@dataclass(slots=True)
+class TurnSeen:
+    """A turn as its model saw it. The agent sends a turn's request ahead of the fsyncs that precede
+    the turn (``harness.ahead``), so its answer may arrive before the turn is written: the times are
+    taken where the request is made, not from the agent's events."""
+
+    sent: float | None = None  #: monotonic time of the turn's first request
+    first_text: float | None = None  #: ... of its first streamed text
+    finish_reason: str | None = None  #: of the last answer streamed
 
 
 @dataclass(slots=True)
@@ -236,34 +202,38 @@ class StepMeter:
                 step = 0
                 self.steps = [s for s in self.steps if s["step"] != 0]  # only the opening's last turn
             if isinstance(step, int):
-                self._current = {"step": step, "turn": event.turn.number, "startMs": _ms(now - self.started)}
+                self._current = {"step": step, "turn": event.turn.number}
                 self._t0, self._text = now, []
-                if self.model is not None:
-                    self.model.finish_reason = None
         elif isinstance(event, TextStreamed) and self._current is not None:
-            if not self._text:
-                self._current["ttftMs"] = _ms(now - self._t0)
             self._text.append(event.text)
-        elif isinstance(event, TurnEnded) and self._current is not None:
-            self._end(self._current, event, now)
+        elif isinstance(event, TurnEnded):
+            # A turn's requests all go out after the previous turn's terminal: what the model saw
+            # since then is this turn's.
+            seen = TurnSeen() if self.model is None else self.model.seen
+            if self.model is not None:
+                self.model.seen = TurnSeen()
+            if self._current is not None:
+                self._end(self._current, event, now, seen)
 
-    def _end(self, current: dict[str, Any], event: TurnEnded, now: float) -> None:
+    def _end(self, current: dict[str, Any], event: TurnEnded, now: float, seen: TurnSeen) -> None:
         terminal, text = event.terminal, "".join(self._text)
         usage = terminal.usage
+        start = min(self._t0, seen.sent or self._t0)  # the turn starts with its request
         current.update(
+            startMs=_ms(start - self.started),
             status=str(terminal.status),
-            latencyMs=_ms(now - self._t0),
+            latencyMs=_ms(now - start),
+            ttftMs=None if seen.first_text is None or not text else _ms(seen.first_text - start),
             inputTokens=None if usage is None else usage.input_tokens,
             outputTokens=None if usage is None else usage.output_tokens,
             usageReported=usage is not None,
-            finishReason=None if self.model is None else self.model.finish_reason,
+            finishReason=seen.finish_reason,
             toolCalls=terminal.tool_calls or 0,
             chars=len(text),
             words=len(text.split()),
         )
         if terminal.detail:
             current["detail"] = terminal.detail
-        current.setdefault("ttftMs", None)
         self.steps.append(current)
         if current["step"] > 0:
             self.progress.step_done(error=str(terminal.status) != "completed")
@@ -302,6 +272,7 @@ class Runner:
         self.statuses: dict[str, int] = {}
         #: the sessions' fsyncs (transcripts, ledgers, the manifest) run here, off the event loop
         self._pool: FsyncPool | None = None
+        self._writer: ManifestWriter | None = None
 
     async def run(self) -> RunSummary:
         await prepare_run(self.spec, self.out, self.settings, self.env)
@@ -321,22 +292,24 @@ class Runner:
         todo = sum(cells.values())
         queue = self._pending(state)
         self._pool = FsyncPool(workers=min(64, 2 * self.concurrency))
+        self._writer = ManifestWriter(self.manifest, self._pool)
         try:
             await asyncio.gather(*(self._worker(queue) for _ in range(min(self.concurrency, todo))))
         finally:
             for model in self._models.values():
                 await model.aclose()
+            self._writer.close()
             self._pool.shutdown()
         return RunSummary(todo, skipped, abandoned, dict(self.statuses))
 
     def _owned(self) -> Iterator[SessionPlan]:
         return (plan for plan in self.spec.iter_sessions() if self.shard.owns(plan))
 
-    def _pending(self, state: dict[str, _KeyState]) -> Iterator[tuple[SessionPlan, int]]:
+    def _pending(self, state: dict[str, KeyState]) -> Iterator[tuple[SessionPlan, int]]:
         """Each unfinished session with its attempt number; an attempt a crash left open is
         recorded ``abandoned`` just before its key runs again as a new session."""
         for plan in self._owned():
-            entry = state.get(plan.key, _KeyState())
+            entry = state.get(plan.key, KeyState())
             if entry.finished:
                 continue
             if entry.open_session is not None:
@@ -435,9 +408,9 @@ class Runner:
         return status
 
     async def _append(self, record: Mapping[str, Any]) -> None:
-        """A durable manifest record, written on a worker thread (the event loop runs on)."""
-        assert self._pool is not None
-        await self._pool.run(self.manifest.append, record)
+        """A durable manifest record, fsynced on a worker thread (the event loop runs on)."""
+        assert self._writer is not None
+        await self._writer.append(record)
 
 
 def _sample_at(model: ChatModel, temperature: float) -> None:

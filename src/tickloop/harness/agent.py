@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from tickloop.clock import Clock
 from tickloop.errors import ModelError, TickloopError
+from tickloop.harness.ahead import AnswerAhead, AnswerNow
 from tickloop.harness.commands import CommandPlane, CommandResult, is_command
 from tickloop.harness.durable import Durability
 from tickloop.harness.events import (
@@ -58,7 +59,6 @@ from tickloop.models.base import (
     TextDelta,
     ToolCall,
     ToolCalls,
-    ToolSpec,
     Usage,
 )
 from tickloop.protocol.envelope import USER_SOURCE, Message
@@ -108,6 +108,8 @@ class Agent:
         self._wakeup = asyncio.Event()
         self._changed = asyncio.Event()
         self._stream: asyncio.Task[Usage | None] | None = None
+        #: the next turn's first request, sent before the turn starts
+        self._ahead: AnswerAhead | AnswerNow | None = None
         self._worker: asyncio.Task[None] | None = None
         self._closed = False
         self._failure: BaseException | None = None
@@ -284,9 +286,16 @@ class Agent:
             while not self._queue:
                 self._wakeup.clear()
                 await self._wakeup.wait()
-            # What queued the input (a time step's tick_enqueued) is durable before the turn is written;
-            # the input stays queued meanwhile, so the agent is not idle.
-            await self._settle()
+            # The input's request goes out now (``harness.ahead``), while what queued the input (a time
+            # step's tick_enqueued) is made durable; only then is the turn written. The input stays
+            # queued meanwhile, so the agent is not idle.
+            if self.durability is not None and self.durability.dirty:
+                self._ahead = self._ask(then=self._queue[0])
+            try:
+                await self._settle()
+            except BaseException:
+                await self._give_up_ahead()
+                raise
             await self._turn(self._queue.popleft())
 
     async def _turn(self, message: Message) -> None:
@@ -295,6 +304,7 @@ class Agent:
         chunks: list[str] = []
         self._stream = asyncio.create_task(self._consume(turn.number, chunks))
         await asyncio.wait((self._stream,))
+        await self._give_up_ahead()  # an interrupt before the turn's first round read its answer
         status, usage, detail = _outcome(self._stream)
         if self._stream.cancelled():
             self._settle_cut_off()
@@ -318,7 +328,7 @@ class Agent:
             self.session.offer_tools()
         rounds = 0
         while True:
-            usage, calls = await self._stream_once(number, chunks, specs)
+            usage, calls = await self._stream_once(number, chunks)
             if not calls:
                 return usage
             rounds += 1
@@ -365,15 +375,13 @@ class Agent:
             else:
                 self.session.add_tool_result(_not_started(call))
 
-    async def _stream_once(
-        self, number: int, chunks: list[str], specs: tuple[ToolSpec, ...]
-    ) -> tuple[Usage | None, tuple[ToolCall, ...]]:
-        await self._settle()  # what led to this request is durable before it is sent
-        stream = self.model.stream(self._model_input(with_tools=bool(specs)), tools=specs)
+    async def _stream_once(self, number: int, chunks: list[str]) -> tuple[Usage | None, tuple[ToolCall, ...]]:
+        answer, self._ahead = self._ahead or self._ask(), None
         usage: Usage | None = None
         calls: tuple[ToolCall, ...] = ()
         try:
-            async for event in stream:
+            await self._settle()  # what led to the request is durable before any of its answer is read
+            async for event in answer.events():
                 if isinstance(event, TextDelta):
                     chunks.append(event.text)
                     self.emit(TextStreamed(number, event.text))
@@ -382,17 +390,29 @@ class Agent:
                 elif isinstance(event, Finished):
                     usage = event.usage
         finally:
-            # Close the provider's stream now, not whenever the generator is collected.
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await answer.close()
         return usage, calls
 
-    def _model_input(self, *, with_tools: bool = True) -> list[ChatMessage]:
+    def _ask(self, then: Message | None = None) -> AnswerAhead | AnswerNow:
+        """The request for the transcript (and ``then``, the input about to start its turn): sent
+        now if records that led to it are still on their way to the disk, its answer read once
+        they are durable; otherwise read as it streams."""
+        specs = self.toolbox.specs()
+        messages = self._model_input(with_tools=bool(specs), then=then)
+        dirty = self.durability is not None and self.durability.dirty
+        return (AnswerAhead if dirty else AnswerNow)(lambda: self.model.stream(messages, tools=specs))
+
+    async def _give_up_ahead(self) -> None:
+        answer, self._ahead = self._ahead, None
+        if answer is not None:
+            await answer.close()
+
+    def _model_input(self, *, with_tools: bool = True, then: Message | None = None) -> list[ChatMessage]:
         """The transcript as the model sees it: roles and text, each turn's tool rounds with their
         results as marked ``tool`` messages; commands were never in it. ``with_tools=False`` (a
         session reopened without its tools): earlier rounds become assistant text, since servers
-        refuse ``tool`` messages in a request that offers no tools."""
+        refuse ``tool`` messages in a request that offers no tools. ``then``: the input of the turn
+        about to start, last."""
         out: list[ChatMessage] = []
         for turn in self.session.turns:
             out.append(ChatMessage(turn.input.role, turn.input.text))
@@ -400,6 +420,8 @@ class Agent:
                 out.extend(_round_messages(rnd) if with_tools else [_round_as_text(rnd)])
             if turn.reply is not None:
                 out.append(ChatMessage("assistant", turn.reply.text))
+        if then is not None:
+            out.append(ChatMessage(then.role, then.text))
         return out
 
     async def _settle(self) -> None:

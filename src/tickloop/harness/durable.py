@@ -9,15 +9,17 @@ every point where the protocol needs its records durable before something acts o
 
 - before a queued input starts its turn: the ledger records that scheduled it (``tick_terminal``,
   ``tick_scheduled``, ``tick_enqueued``) are durable before the turn's first line is written;
-- before every model request: the turn's input and the tool results;
+- before a model's answer is read: the turn's input and the tool results (the request itself goes
+  out at once and the fsyncs run while it is in flight: ``harness.ahead``);
 - after a round's tool calls are recorded, before any of them runs;
 - after a terminal is written, before any plugin observes it (the tick plugin schedules on it);
 - when the agent closes, before the files are released.
 
 A record is durable before any line that depends on it is even written (the kernel may write a
 dirty page back at any time, so waiting only before the effect would not do). So the protocol's
-order is unchanged; only the thread that waits for the disk is, and a step costs three dependent
-fsyncs (terminal, ledger, next input) instead of about eight on the event loop. Concurrent settles
+order is unchanged; only the thread that waits for the disk is. A step costs three dependent fsyncs
+(terminal, ledger, next input) instead of about eight on the event loop, and only the terminal's
+delays the next request. Concurrent settles
 of one file share one fsync (a group commit). ``fsync`` is per file, not per descriptor,
 so the pool fsyncs through a read-only descriptor of its own.
 """
@@ -25,7 +27,6 @@ so the pool fsyncs through a read-only descriptor of its own.
 from __future__ import annotations
 
 import asyncio
-import functools
 import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -72,19 +73,21 @@ class Watched:
         self.written += 1
 
     async def settle(self) -> None:
-        """Return once every line written so far is durable."""
+        """Return once every line written so far is durable. Settles that arrive while an fsync is
+        in flight wait for it, then share the next one (a group commit)."""
         while self.synced < self.written:
             if self._inflight is None:
-                target = self.written
-                future = asyncio.ensure_future(self._pool.run(os.fsync, self._fd))
-                future.add_done_callback(functools.partial(self._synced, target=target))
-                self._inflight = future
+                self._inflight = asyncio.ensure_future(self._fsync(self.written))
             await asyncio.shield(self._inflight)
 
-    def _synced(self, future: asyncio.Future[None], *, target: int) -> None:
-        self._inflight = None
-        if not future.cancelled() and future.exception() is None:
+    async def _fsync(self, target: int) -> None:
+        # The state changes inside the task, before it is done: a settle never finds a finished
+        # fsync still in flight (awaiting a done future does not yield, so that would spin).
+        try:
+            await self._pool.run(os.fsync, self._fd)
             self.synced = max(self.synced, target)
+        finally:
+            self._inflight = None
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -114,12 +117,18 @@ class Durability:
         self._closers.append(ledger.close)
         return DeferredLedger(ledger, self.watch(ledger.path))
 
+    @property
+    def dirty(self) -> bool:
+        """Some line written to one of the agent's files is not yet known durable."""
+        return any(w.synced < w.written for w in self._watched)
+
     async def settle(self) -> None:
         """Every line written so far to any of the agent's files is durable when this returns."""
-        if len(self._watched) == 1:
-            await self._watched[0].settle()
-        else:
-            await asyncio.gather(*(w.settle() for w in self._watched))
+        dirty = [w for w in self._watched if w.synced < w.written]  # most settles find nothing to do
+        if len(dirty) == 1:
+            await dirty[0].settle()
+        elif dirty:
+            await asyncio.gather(*(w.settle() for w in dirty))
 
     async def aclose(self) -> None:
         """Settle, then release the files (a ledger's close runs on a worker thread)."""

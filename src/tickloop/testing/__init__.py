@@ -5,7 +5,8 @@ plugins, models and handlers without a real model, a real clock or a ledger file
 - ``LedgerCapture``: a ledger sink that keeps every record in memory.
 - ``tickloop.testing.harness.ManualTimers``: the harness's timers, fired by hand (the fake clock's
   counterpart for ``Timers``).
-- ``tickloop.testing.openai_server``: a real, scripted OpenAI-compatible server on 127.0.0.1.
+- ``tickloop.testing.openai_server``: a real, scripted OpenAI-compatible server on 127.0.0.1 (its
+  replies and faults in ``openai_faults``, its wire format in ``openai_wire``).
 - ``tickloop.testing.postgres``: finds a PostgreSQL server and gives each test its own schema. Kept
   here because the test suite's ``pg_url`` fixture and the store benchmark both need it, and an
   embedder testing against a PostgreSQL store finds a server the same way

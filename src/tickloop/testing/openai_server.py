@@ -32,136 +32,16 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field, replace
-from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any
 
+from tickloop.testing import openai_wire as wire
+from tickloop.testing.openai_faults import Reply
+from tickloop.testing.openai_wire import MODEL_ID  # noqa: F401  (re-exported: tests import it from here)
+
 __all__ = ["OpenAIServer", "RecordedRequest", "Reply", "main"]
-
-MODEL_ID = "tickloop-test"
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """One scripted behaviour for one chat-completions request.
-
-    Use the constructors: ``Reply.text``, ``Reply.echo_user``, ``Reply.error``, ``Reply.malformed``,
-    ``Reply.disconnect``, ``Reply.stall``, ``Reply.tool_calls``, ``Reply.context_exceeded``,
-    ``Reply.generating``.
-    """
-
-    #: the assistant text (split into ``chunks`` nearly equal pieces when streamed)
-    content: str = "hello from the test server"
-    #: reply with ``echo: <last user message>`` instead of ``content``
-    echo: bool = False
-    chunks: int = 3
-    #: seconds before each streamed chunk
-    chunk_delay: float = 0.0
-    #: HTTP status; anything but 200 sends an OpenAI-style ``{"error": {...}}`` body
-    status: int = 200
-    error_message: str = ""
-    #: more members of the error object (``{"type": ..., "n_ctx": ...}``), as (name, value) pairs
-    error_fields: tuple[tuple[str, Any], ...] = ()
-    #: after this many content chunks: send ``data: {not json`` and end the stream
-    malformed_after: int | None = None
-    #: after this many content chunks: close the socket (no terminator, no [DONE])
-    disconnect_after: int | None = None
-    #: after this many content chunks: send nothing for ``stall_seconds`` (non-streamed: any value
-    #: delays the whole answer by ``stall_seconds``)
-    stall_after: int | None = None
-    stall_seconds: float = 30.0
-    #: after this many content chunks: end the stream cleanly (``[DONE]``) without a finish_reason
-    truncate_after: int | None = None
-    #: sent verbatim as one ``data:`` event before the content (a wrong-shape chunk, an error
-    #: event); for a non-streamed request, sent verbatim as the whole response body
-    raw_chunk: str | None = None
-    finish_reason: str = "stop"
-    #: (prompt_tokens, completion_tokens); None: derived from the request and the reply
-    usage: tuple[int, int] | None = None
-    #: model a generating server: non-streamed answers take ``chunks * chunk_delay`` to generate, and
-    #: tokens generated after the client left are counted (see ``Reply.generating``)
-    generate: bool = False
-    #: False: count nothing: no usage chunk in a stream whatever ``stream_options`` asks (as
-    #: llama-cpp-python streams) and no ``usage`` in a whole answer
-    report_usage: bool = True
-    #: (id, name, arguments text) of each tool call the answer makes; streamed, each call's first
-    #: delta carries its id and name, then its arguments arrive in ``chunks`` pieces
-    calls: tuple[tuple[str, str, str], ...] = ()
-
-    @classmethod
-    def tool_calls(cls, *calls: tuple[str, str, str], chunks: int = 3, content: str = "") -> Reply:
-        """An answer that calls tools: ``Reply.tool_calls(("c1", "list_dir", '{"path": "."}'))``."""
-        return cls(content=content, chunks=chunks, calls=calls, finish_reason="tool_calls")
-
-    @classmethod
-    def text(cls, content: str, *, chunks: int = 3, chunk_delay: float = 0.0) -> Reply:
-        """A normal answer."""
-        return cls(content=content, chunks=chunks, chunk_delay=chunk_delay)
-
-    @classmethod
-    def echo_user(cls, *, chunks: int = 3, chunk_delay: float = 0.0) -> Reply:
-        """Answer ``echo: <last user message>``."""
-        return cls(echo=True, chunks=chunks, chunk_delay=chunk_delay)
-
-    @classmethod
-    def error(cls, status: int, message: str = "") -> Reply:
-        """An HTTP error status with an OpenAI-style error body."""
-        return cls(status=status, error_message=message or HTTPStatus(status).phrase)
-
-    @classmethod
-    def context_exceeded(cls, prompt_tokens: int, n_ctx: int) -> Reply:
-        """llama.cpp's llama-server refusing a prompt that does not fit its context (HTTP 400)."""
-        return cls(
-            status=400,
-            error_message="the request exceeds the available context size, try increasing it",
-            error_fields=(
-                ("type", "exceed_context_size_error"),
-                ("n_prompt_tokens", prompt_tokens),
-                ("n_ctx", n_ctx),
-            ),
-        )
-
-    @classmethod
-    def generating(cls, tokens: int, *, seconds_per_token: float, content: str = "x") -> Reply:
-        """A model that generates ``tokens`` tokens (``content`` each), one every ``seconds_per_token``,
-        as a real server does: streamed, it stops when the client has gone (llama.cpp checks between
-        tokens); non-streamed, it generates to the end and answers only then, for nobody if the
-        client left. Either way the server counts the tokens generated after the client left
-        (``OpenAIServer.tokens_after_client_left``)."""
-        return cls(content=content * tokens, chunks=tokens, chunk_delay=seconds_per_token, generate=True)
-
-    @classmethod
-    def malformed(cls, *, after: int = 1) -> Reply:
-        """A stream whose chunk number ``after + 1`` is not JSON."""
-        return cls(malformed_after=after)
-
-    @classmethod
-    def disconnect(cls, *, after: int = 1) -> Reply:
-        """A stream that loses its connection after ``after`` chunks."""
-        return cls(disconnect_after=after)
-
-    @classmethod
-    def stall(cls, *, after: int = 0, seconds: float = 30.0) -> Reply:
-        """A stream that goes silent after ``after`` chunks (until the client gives up)."""
-        return cls(stall_after=after, stall_seconds=seconds)
-
-    def answer(self, body: dict[str, Any]) -> str:
-        if not self.echo:
-            return self.content
-        users = [m.get("content", "") for m in body.get("messages", []) if m.get("role") == "user"]
-        return f"echo: {users[-1] if users else ''}"
-
-    def pieces(self, text: str) -> list[str]:
-        n = max(1, min(self.chunks, len(text) or 1))
-        size, extra = divmod(len(text), n)
-        out, start = [], 0
-        for i in range(n):
-            end = start + size + (1 if i < extra else 0)
-            out.append(text[start:end])
-            start = end
-        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,9 +130,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, props)
             return
         if self.path.rstrip("/") != "/v1/models":
-            self._json(404, _error_body(404, f"no route {self.path}"))
+            self._json(404, wire.error_body(404, f"no route {self.path}"))
             return
-        self._json(200, {"object": "list", "data": [_model_entry()]})
+        self._json(200, {"object": "list", "data": [wire.model_entry()]})
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -260,15 +140,15 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"{}")
         except ValueError:
             self._record(None)
-            self._json(400, _error_body(400, "request body is not JSON"))
+            self._json(400, wire.error_body(400, "request body is not JSON"))
             return
         self._record(body if isinstance(body, dict) else None)
         if self.path != "/v1/chat/completions" or not isinstance(body, dict):
-            self._json(404, _error_body(404, f"no route {self.path}"))
+            self._json(404, wire.error_body(404, f"no route {self.path}"))
             return
         reply = self.server.state.next_reply()
         if reply.status != 200:
-            error = _error_body(reply.status, reply.error_message)
+            error = wire.error_body(reply.status, reply.error_message)
             error["error"].update(dict(reply.error_fields))
             self._json(reply.status, error)
         elif body.get("stream"):
@@ -287,7 +167,7 @@ class _Handler(BaseHTTPRequestHandler):
                 if self._client_gone():
                     self.server.state.note_token_for_nobody()
         if reply.raw_chunk is None:
-            self._json(200, _completion(reply, body))
+            self._json(200, wire.completion(reply, body))
             return
         data = reply.raw_chunk.encode()
         self.send_response(200)
@@ -324,7 +204,7 @@ class _Handler(BaseHTTPRequestHandler):
         text = reply.answer(body)
         pieces = reply.pieces(text)
         state = self.server.state
-        self._event({**_chunk_head(), "choices": [_choice({"role": "assistant", "content": ""})]})
+        self._event({**wire.chunk_head(), "choices": [wire.choice({"role": "assistant", "content": ""})]})
         if reply.raw_chunk is not None:
             self._write_chunk(b"data: " + reply.raw_chunk.encode() + b"\n\n")
         for i, piece in enumerate(pieces):
@@ -335,19 +215,19 @@ class _Handler(BaseHTTPRequestHandler):
             if reply.generate and self._client_gone():  # generated, then found nobody to send it to
                 state.note_token_for_nobody()
                 raise _ClientGoneError
-            self._event({**_chunk_head(), "choices": [_choice({"content": piece})]})
+            self._event({**wire.chunk_head(), "choices": [wire.choice({"content": piece})]})
         if self._interrupt(reply, len(pieces)):
             return
         for index, (call_id, name, arguments) in enumerate(reply.calls):
             function = {"name": name, "arguments": ""}
             first = {"index": index, "id": call_id, "type": "function", "function": function}
-            self._event({**_chunk_head(), "choices": [_choice({"tool_calls": [first]})]})
+            self._event({**wire.chunk_head(), "choices": [wire.choice({"tool_calls": [first]})]})
             for piece in reply.pieces(arguments):
                 delta = {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
-                self._event({**_chunk_head(), "choices": [_choice(delta)]})
-        self._event({**_chunk_head(), "choices": [_choice({}, reply.finish_reason)]})
+                self._event({**wire.chunk_head(), "choices": [wire.choice(delta)]})
+        self._event({**wire.chunk_head(), "choices": [wire.choice({}, reply.finish_reason)]})
         if reply.report_usage and (body.get("stream_options") or {}).get("include_usage"):
-            self._event({**_chunk_head(), "choices": [], "usage": _usage(reply, body, text)})
+            self._event({**wire.chunk_head(), "choices": [], "usage": wire.usage(reply, body, text)})
         self._write_chunk(b"data: [DONE]\n\n")
         self._write_chunk(b"")
 
@@ -401,55 +281,6 @@ class _Server(ThreadingHTTPServer):
     #: socketserver's default backlog is 5: 64 clients connecting at once got connection resets
     request_queue_size = 256
     state: _State
-
-
-def _chunk_head() -> dict[str, Any]:
-    return {"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 0, "model": MODEL_ID}
-
-
-def _choice(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-    return {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
-
-
-def _usage(reply: Reply, body: dict[str, Any], text: str) -> dict[str, int]:
-    if reply.usage is not None:
-        prompt, completion = reply.usage
-    else:
-        words = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
-        prompt, completion = max(1, words), max(1, len(text.split()))
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
-
-
-def _completion(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
-    text = reply.answer(body)
-    message: dict[str, Any] = {"role": "assistant", "content": text}
-    if reply.calls:
-        message["tool_calls"] = [
-            {"id": i, "type": "function", "function": {"name": n, "arguments": a}} for i, n, a in reply.calls
-        ]
-    return {
-        "id": "chatcmpl-test",
-        "object": "chat.completion",
-        "created": 0,
-        "model": MODEL_ID,
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}],
-        **({"usage": _usage(reply, body, text)} if reply.report_usage else {}),
-    }
-
-
-def _error_body(status: int, message: str) -> dict[str, Any]:
-    kind = (
-        "rate_limit_exceeded"
-        if status == 429
-        else "invalid_request_error"
-        if status < 500
-        else "server_error"
-    )
-    return {"error": {"message": message, "type": kind, "param": None, "code": str(status)}}
-
-
-def _model_entry() -> dict[str, Any]:
-    return {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "tickloop"}
 
 
 class OpenAIServer:

@@ -16,6 +16,7 @@ import pytest
 from tickloop.audit.ledger import verify_file
 from tickloop.harness import TickOptions, TurnEnded, TurnStarted, open_chat_agent
 from tickloop.harness.durable import FsyncPool
+from tickloop.harness.events import TextStreamed
 from tickloop.models.base import ChatMessage, StreamEvent, ToolSpec
 from tickloop.models.offline import OfflineModel
 from tickloop.protocol.policy import PolicySet
@@ -43,25 +44,29 @@ class DiskWitness:
             self.durable[key] = max(self.durable.get(key, 0), size)
             self.threads.add(threading.current_thread().name)
 
-    def assert_durable(self, path: Path, when: str) -> None:
+    def pending(self, path: Path) -> int:
+        """Bytes of ``path`` written and not yet known durable."""
         st = path.stat()
         with self.lock:
-            held = self.durable.get((st.st_dev, st.st_ino), 0)
-        assert st.st_size <= held, f"{when}: {path.name} has {st.st_size - held} bytes not yet durable"
+            return st.st_size - self.durable.get((st.st_dev, st.st_ino), 0)
+
+    def assert_durable(self, path: Path, when: str) -> None:
+        pending = self.pending(path)
+        assert pending <= 0, f"{when}: {path.name} has {pending} bytes not yet durable"
 
 
 class CheckedModel(OfflineModel):
-    """The offline model, checking at each request that what led to it is durable."""
+    """The offline model, counting the requests sent while what led to them was still on its way
+    to the disk (the agent sends a request ahead; it may not read the answer before)."""
 
     def __init__(self, witness: DiskWitness, files: list[Path]) -> None:
         super().__init__()
-        self._witness, self._files, self.requests = witness, files, 0
+        self._witness, self._files, self.requests, self.ahead = witness, files, 0, 0
 
     async def stream(
         self, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] = ()
     ) -> AsyncIterator[StreamEvent]:
-        for path in self._files:
-            self._witness.assert_durable(path, f"request {self.requests + 1}")
+        self.ahead += any(path.exists() and self._witness.pending(path) > 0 for path in self._files)
         self.requests += 1
         await asyncio.sleep(random.uniform(0, 0.01))
         async for event in super().stream(messages, tools=tools):
@@ -70,7 +75,7 @@ class CheckedModel(OfflineModel):
 
 async def _session(
     index: int, tmp_path: Path, witness: DiskWitness, pool: FsyncPool
-) -> tuple[Path, Path, int]:
+) -> tuple[Path, Path, int, int]:
     sid = f"s{index}"
     transcript, ledger = (
         tmp_path / "sessions" / f"session-{sid}.jsonl",
@@ -82,6 +87,9 @@ async def _session(
     def on_event(event: object) -> None:
         if isinstance(event, TurnStarted):  # its first line was just written: what queued it is on disk
             witness.assert_durable(ledger, f"start of turn {event.turn.number}")
+        if isinstance(event, TextStreamed):  # the answer is read: everything that led to it is on disk
+            witness.assert_durable(transcript, f"answer of turn {event.turn}")
+            witness.assert_durable(ledger, f"answer of turn {event.turn}")
         if isinstance(event, TurnEnded):  # emitted just before the tick plugin observes the terminal
             witness.assert_durable(transcript, f"terminal of turn {event.terminal.turn}")
             ended.append(event.terminal.turn)
@@ -101,7 +109,7 @@ async def _session(
     await agent.wait_idle()
     await agent.close()
     assert ended == list(range(1, STEPS + 2))
-    return transcript, ledger, model.requests
+    return transcript, ledger, model.requests, model.ahead
 
 
 async def test_every_record_is_durable_before_anything_acts_on_it_under_concurrency(
@@ -109,8 +117,9 @@ async def test_every_record_is_durable_before_anything_acts_on_it_under_concurre
 ) -> None:
     """8 sessions on one event loop with slow, jittery fsyncs: each terminal is on disk before the
     tick plugin schedules on it, the ledger records that queued a time step are on disk before its
-    turn is written, each request goes out only after the records that led to it are on disk, every
-    fsync ran on a worker thread, and every file is wholly durable after close."""
+    turn is written, requests go out ahead of those fsyncs but no answer is read before the records
+    that led to its request are on disk, every fsync ran on a worker thread, and every file is
+    wholly durable after close."""
     witness = DiskWitness(os.fsync)
     monkeypatch.setattr(os, "fsync", witness)
     pool = FsyncPool(workers=16)
@@ -120,9 +129,56 @@ async def test_every_record_is_durable_before_anything_acts_on_it_under_concurre
         pool.shutdown()
     assert witness.loop_thread not in witness.threads
     assert all(name.startswith("tickloop-fsync") for name in witness.threads)
-    for transcript, ledger, requests in results:
+    assert sum(ahead for *_, ahead in results) > 0  # the requests did not wait for the disk
+    for transcript, ledger, requests, _ahead in results:
         assert requests == STEPS + 1
         witness.assert_durable(transcript, "after close")
         witness.assert_durable(ledger, "after close")
         report, _ = verify_file(ledger)
         assert report.violations == []
+
+
+def test_many_sessions_settling_one_file_share_its_fsyncs_and_all_return(tmp_path: Path) -> None:
+    """Records of many sessions written to one file (the experiment's manifest) are each durable
+    when their settle returns, an fsync serves the records written before it began, and a settle
+    that arrives just as an fsync ends never spins the event loop (it runs in a thread here, so a
+    spin fails the join instead of hanging the suite)."""
+    path = tmp_path / "shared.jsonl"
+    path.write_bytes(b"")
+    witness = DiskWitness(os.fsync, delay=(0.0, 0.002))
+    fsyncs: list[int] = []
+
+    def counted(fd: int) -> None:
+        fsyncs.append(fd)
+        witness(fd)
+
+    async def scenario() -> None:
+        pool = FsyncPool(workers=8)
+        watched = pool.watch(path)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+
+        async def writer(n: int) -> None:
+            for i in range(25):
+                await asyncio.sleep(random.uniform(0, 0.002))  # sessions arrive at any moment
+                os.write(fd, b"%d %d\n" % (n, i))
+                watched.wrote()
+                await watched.settle()
+                witness.assert_durable(path, f"writer {n} record {i}")
+
+        try:
+            await asyncio.gather(*(writer(n) for n in range(16)))
+        finally:
+            os.close(fd)
+            watched.close()
+            pool.shutdown()
+
+    real = os.fsync
+    os.fsync = counted
+    try:
+        done = threading.Thread(target=asyncio.run, args=(scenario(),), daemon=True)
+        done.start()
+        done.join(timeout=30)
+    finally:
+        os.fsync = real
+    assert not done.is_alive(), "a settle spun the event loop"
+    assert len(fsyncs) < 16 * 25  # concurrent settles shared fsyncs (a group commit)
