@@ -29,6 +29,7 @@ from mcp_types import (
 )
 from pydantic import Field, StrictInt, StrictStr
 
+from tickloop import __version__
 from tickloop.errors import TickloopError
 from tickloop.mcp import extras
 from tickloop.mcp.face import RESOURCES, TOOLS, Face, View
@@ -99,7 +100,7 @@ def _resource(read: Callable[[], View], *, as_text: bool) -> Callable[[], str]:
 def build(face: Face) -> StrictServer:
     """A server exposing exactly ``RESOURCES``, ``TOOLS``, ``extras.TEMPLATES`` and ``extras.PROMPTS``
     of ``face``, with completions for ids and resource subscriptions."""
-    server = StrictServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = StrictServer(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     for name, description in RESOURCES.items():
         read = _reader(face, name)
         server.resource(

@@ -24,6 +24,8 @@ from test_mcp_http import serving
 from test_mcp_inspector import private_home
 from tests.peers import INSPECTOR_CLI, NODE, require
 
+from tickloop import __version__
+
 #: `mcpdo`'s entry point, beside the Inspector CLI's in @modelcontextprotocol/inspector
 MCPDO = INSPECTOR_CLI.parents[2] / "mcpdo" / "build" / "mcp-bin.js"
 
@@ -96,7 +98,10 @@ def test_mcpdo_subscribes_over_stdio_and_the_update_arrives(sqlite_op: Operator)
     flags = [part for pair in pairs for part in ("-e", pair)]
     with mcpdo_session(sqlite_op) as (argv, env):
         call(argv, env, "connect", "--server", "tl", *flags, "--", *server)
+        shown = call(argv, env, "connections/show", "tl")
         lines, after = subscribe_and_decide(sqlite_op, argv, env)
+    assert shown["serverInfo"] == {"name": "tickloop-operator", "version": __version__}
+    assert shown["capabilities"]["resources"] == {"subscribe": True, "listChanged": True}
     assert lines[1] == {"type": "resources/updated", "uri": lines[0]["uri"]}
     assert after["intent"]["status"] == "approved"
 
