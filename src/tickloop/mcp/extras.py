@@ -15,8 +15,10 @@ from datetime import datetime
 from typing import Any
 
 from tickloop.errors import ValidationError
+from tickloop.inert import inert
 from tickloop.mcp.face import MAX_ID, MAX_ROWS, RESOURCES, Face, View
 from tickloop.operator import service
+from tickloop.operator.domain import IntentStatus
 
 #: URI template -> what it shows. Served as JSON.
 TEMPLATES: dict[str, str] = {
@@ -76,6 +78,22 @@ def read_template(face: Face, template: str, value: str) -> View:
         "tickloop://progress/{since}": progress_since,
     }
     return readers[template](face, value)
+
+
+def waiting(face: Face) -> list[tuple[str, str]]:
+    """``(uri, title)`` of each intent waiting for the person, newest first (at most ``MAX_ROWS``):
+    the resources that come and go, so an agent's client learns of a decision by ``listChanged``.
+    The title is the agent's text, made inert and cut to one short line."""
+    found = face.store.list_intents(face.profile, status=IntentStatus.REQUIRES_APPROVAL, limit=MAX_ROWS)
+    return [
+        (f"{SCHEME}intents/{i.id}", inert(f"#{i.id} {i.action_type}: {i.title}", keep_newlines=False)[:200])
+        for i in found
+    ]
+
+
+def listing(face: Face) -> str:
+    """What :func:`waiting` lists, as the text the watcher compares."""
+    return "\n".join(uri for uri, _ in waiting(face))
 
 
 def plan_next_step(face: Face) -> str:

@@ -139,21 +139,21 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = {bytes(k).lower(): bytes(v) for k, v in scope.get("headers", [])}
-        agent = self._agent(headers.get(b"authorization", b""))
+        wanted = _wanted(scope.get("headers", []))
+        agent = self._agent(wanted.get(b"authorization", b""))
         client = scope.get("client")
         bucket = f"agent:{agent}" if agent else f"addr:{client[0] if client else '?'}"
         if not self.rate.allow(bucket):
             await _reply(send, 429, [(b"retry-after", b"1")])
             return
-        origin = headers.get(b"origin")
+        origin = wanted.get(b"origin")
         if origin is not None and origin.decode("latin-1").rstrip("/") not in self.origins:
             await _reply(send, 403)
             return
         if agent is None:
             await _reply(send, 401, [(b"www-authenticate", b"Bearer")])
             return
-        await self.app(_with_agent(scope, agent), receive, send)
+        await self.app(_with_agent(scope, agent, claimed=AGENT_HEADER in wanted), receive, send)
 
     def _agent(self, header: bytes) -> str | None:
         scheme, _, presented = header.decode("latin-1").partition(" ")
@@ -162,8 +162,24 @@ class Guard:
         return found if scheme.lower() == "bearer" else None
 
 
-def _with_agent(scope: Scope, agent: str) -> Scope:
-    kept = [(k, v) for k, v in scope.get("headers", []) if bytes(k).lower() != AGENT_HEADER]
+_WANTED = frozenset({b"authorization", b"origin", AGENT_HEADER})
+
+
+def _wanted(headers: list[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
+    """The headers the guard reads (the last of each name), without copying the others: this runs
+    on every request."""
+    found = {}
+    for key, value in headers:
+        name = key.lower()
+        if name in _WANTED:
+            found[name] = bytes(value)
+    return found
+
+
+def _with_agent(scope: Scope, agent: str, *, claimed: bool) -> Scope:
+    """``scope`` with the agent's name as a header; one the client sent itself (``claimed``) is dropped."""
+    headers = scope.get("headers", [])
+    kept = [(k, v) for k, v in headers if k.lower() != AGENT_HEADER] if claimed else headers
     return {**scope, "headers": [*kept, (AGENT_HEADER, agent.encode("ascii"))]}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -48,6 +49,11 @@ def serve(
         store.get_profile(profile)
         server = load_server(Face(store, profile))
         import anyio  # noqa: PLC0415  (comes with the SDK)
+
+        # What start-up made (modules, the SDK's schemas, the server) lives as long as the process;
+        # frozen, the cyclic collector stops re-walking it while it collects each request's garbage
+        gc.collect()
+        gc.freeze()
 
         if transport == "stdio":
             from tickloop.mcp import stdio  # noqa: PLC0415

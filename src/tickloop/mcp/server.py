@@ -14,13 +14,22 @@ from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 import anyio.to_thread
+from mcp.server.lowlevel import NotificationOptions
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.shared.exceptions import MCPError
 from mcp.types import Completion, EmptyResult, ResourceTemplateReference, ToolAnnotations
-from mcp_types import INVALID_PARAMS, SubscribeRequestParams, UnsubscribeRequestParams
+from mcp_types import (
+    INVALID_PARAMS,
+    ListResourcesResult,
+    PaginatedRequestParams,
+    Resource,
+    SubscribeRequestParams,
+    UnsubscribeRequestParams,
+)
 from pydantic import Field, StrictInt, StrictStr
 
+from tickloop import __version__
 from tickloop.errors import TickloopError
 from tickloop.mcp import extras
 from tickloop.mcp.face import RESOURCES, TOOLS, Face, View
@@ -91,7 +100,7 @@ def _resource(read: Callable[[], View], *, as_text: bool) -> Callable[[], str]:
 def build(face: Face) -> StrictServer:
     """A server exposing exactly ``RESOURCES``, ``TOOLS``, ``extras.TEMPLATES`` and ``extras.PROMPTS``
     of ``face``, with completions for ids and resource subscriptions."""
-    server = StrictServer(SERVER_NAME, instructions=INSTRUCTIONS, log_level="WARNING")
+    server = StrictServer(SERVER_NAME, version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
     for name, description in RESOURCES.items():
         read = _reader(face, name)
         server.resource(
@@ -114,8 +123,9 @@ def _register_extras(server: StrictServer, face: Face) -> None:
         server.prompt(name=name, description=description)(_prompt(face, name))
     # the SDK leaves completion() untyped
     server.completion()(_completer(face))  # type: ignore[no-untyped-call]
-    server.watcher = Watcher(lambda uri: extras.read_uri(face, uri))
+    server.watcher = Watcher(lambda uri: extras.read_uri(face, uri), lambda: extras.listing(face))
     _register_subscriptions(server)
+    _register_listing(server, face)
 
 
 def _template(face: Face, template: str) -> Callable[[str], str]:
@@ -157,23 +167,65 @@ def _completer(face: Face) -> Callable[..., Any]:
     return complete
 
 
+def connection_of(ctx: Any, watcher: Watcher) -> Any:
+    """The client's connection, which the watcher sends to: one per client, where ``ctx.session`` is
+    made anew for each request. The watcher forgets it when it closes."""
+    connection = ctx.session._connection  # ServerSession has no public accessor (SDK 2.3)
+    if not connection.state.get("tickloop.watched"):
+        connection.state["tickloop.watched"] = True
+        connection.exit_stack.callback(watcher.forget, connection)
+    return connection
+
+
 def _register_subscriptions(server: StrictServer) -> None:
     watcher = server.watcher
 
     async def subscribe(ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
         try:
-            await watcher.subscribe(str(params.uri), ctx.session)
+            await watcher.subscribe(str(params.uri), connection_of(ctx, watcher))
         except TickloopError as exc:
             raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
         return EmptyResult()
 
     async def unsubscribe(ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
-        watcher.unsubscribe(str(params.uri), ctx.session)
+        watcher.unsubscribe(str(params.uri), connection_of(ctx, watcher))
         return EmptyResult()
 
     lowlevel = server._lowlevel_server  # MCPServer has no decorator for these (SDK 2.3)
     lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscribe)
     lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, unsubscribe)
+
+
+WAITING = "Waiting for the person's decision; subscribe to it, or watch the list, to learn of the decision."
+#: what the server promises to announce: the resource list changes as intents are staged and
+#: decided; the prompts and tools are fixed (a prompt's text is built from the store at each get)
+NOTIFICATIONS = NotificationOptions(resources_changed=True, prompts_changed=False, tools_changed=False)
+
+
+def _register_listing(server: StrictServer, face: Face) -> None:
+    """``resources/list``: the fixed resources, then one per intent waiting for the person; the
+    session that lists is told of every later change of that list (``listChanged``)."""
+
+    async def list_resources(ctx: Any, _params: PaginatedRequestParams) -> ListResourcesResult:
+        fixed = await server.list_resources()
+        waiting = await anyio.to_thread.run_sync(lambda: extras.waiting(face))
+        await server.watcher.listed(connection_of(ctx, server.watcher))
+        listed = [
+            Resource(uri=uri, name=uri.removeprefix(extras.SCHEME), title=title, description=WAITING,
+                     mime_type="application/json")
+            for uri, title in waiting
+        ]  # fmt: skip
+        return ListResourcesResult(resources=[*fixed, *listed])
+
+    lowlevel = server._lowlevel_server
+    lowlevel.add_request_handler("resources/list", PaginatedRequestParams, list_resources)
+    plain_options = lowlevel.create_initialization_options
+
+    def options(notification_options: NotificationOptions | None = None, *args: Any, **kwargs: Any) -> Any:
+        return plain_options(notification_options or NOTIFICATIONS, *args, **kwargs)
+
+    # both transports (the SDK's HTTP app, our stdio) ask the low-level server with no arguments
+    setattr(lowlevel, "create_initialization_options", options)  # noqa: B010  (mypy: no method assignment)
 
 
 def _reader(face: Face, name: str) -> Callable[[], View]:

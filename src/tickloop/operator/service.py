@@ -228,17 +228,75 @@ def stage_draft(
 def plain(value: Any) -> Any:
     """Records, enums and datetimes as JSON-ready values (datetimes as UTC ISO text, milliseconds, ``Z``).
 
-    msgspec converts in C, leaving datetimes in place; one pass finds them, and msgspec's encoder
+    msgspec converts in C, leaving datetimes in place; they are then found and msgspec's encoder
     writes them all at once, cut to the store's form (``2026-07-07T09:00:39.000Z``, where msgspec
-    alone writes ``...39Z``). Struct fields keep their Python names: no record the faces show
-    renames its fields."""
+    alone writes ``...39Z``). For a record, or a list of records of one kind (what the faces send),
+    its type says where the times are, so only the fields that can hold one are visited; anything
+    else is walked. Struct fields keep their Python names: no record the faces show renames them."""
     found: list[tuple[Any, Any, datetime]] = []
-    out = _collect(msgspec.to_builtins(value, builtin_types=(datetime,), str_keys=True), found)
+    out = msgspec.to_builtins(value, builtin_types=(datetime,), str_keys=True)
     if isinstance(out, datetime):
         return _iso_all([out])[0]
+    kind = _record_kind(value)
+    if kind is None:
+        out = _collect(out, found)
+    else:
+        out = [out] if isinstance(value, msgspec.Struct) else list(out)
+        plan = _plan(kind)
+        for row in out:
+            _apply(row, plan, found)
+        out = out[0] if isinstance(value, msgspec.Struct) else out
     for (holder, key, _), text in zip(found, _iso_all([t for _, _, t in found]), strict=True):
         holder[key] = text
     return out
+
+
+def _record_kind(value: Any) -> type[msgspec.Struct] | None:
+    """The Struct class of ``value``, or of every item of a list or tuple of one Struct class."""
+    if isinstance(value, msgspec.Struct):
+        return type(value)
+    if type(value) in (list, tuple) and value and isinstance(value[0], msgspec.Struct):
+        kind = type(value[0])
+        if all(type(item) is kind for item in value):
+            return kind
+    return None
+
+
+#: how a field is visited: it holds a time (or None), or anything else that may hold one (walked)
+_TIME, _WALK = "time", "walk"
+_Found = list[tuple[Any, Any, datetime]]
+_PLANS: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
+def _plan(kind: type[msgspec.Struct]) -> tuple[tuple[str, str], ...]:
+    """``(field, how)`` for each field of ``kind`` that may hold a time; scalar fields are left out."""
+    found = _PLANS.get(kind)
+    if found is None:
+        import msgspec.inspect as mi  # noqa: PLC0415  (only the faces that send records need it)
+
+        info = mi.type_info(kind)
+        assert isinstance(info, mi.StructType)
+        scalar = (mi.StrType, mi.IntType, mi.FloatType, mi.BoolType, mi.NoneType, mi.EnumType, mi.LiteralType)
+        plan = []
+        for field in info.fields:
+            options = field.type.types if isinstance(field.type, mi.UnionType) else (field.type,)
+            if all(isinstance(t, scalar) for t in options):
+                continue
+            time = all(isinstance(t, mi.DateTimeType | mi.NoneType) for t in options)
+            plan.append((field.encode_name, _TIME if time else _WALK))
+        found = _PLANS[kind] = tuple(plan)
+    return found
+
+
+def _apply(
+    row: dict[str, Any], plan: tuple[tuple[str, str], ...], found: list[tuple[Any, Any, datetime]]
+) -> None:
+    for key, how in plan:
+        item = row[key]
+        if isinstance(item, datetime):
+            found.append((row, key, item))
+        elif how is _WALK and type(item) in _CONTAINERS:
+            row[key] = _collect(item, found)
 
 
 def _collect(value: Any, found: list[tuple[Any, Any, datetime]]) -> Any:

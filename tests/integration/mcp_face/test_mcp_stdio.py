@@ -71,7 +71,9 @@ async def test_every_tool_and_resource_answers(op: Operator) -> None:
         draft = data(await client.call_tool("draft_goal", {"title": "Ship v2", "body": "later"}))["goal"]
         assert draft["status"] == "draft"
         uris = {str(r.uri) for r in (await client.list_resources()).resources}
-        assert uris == {f"tickloop://{n}" for n in RESOURCES} | {f"tickloop://{n}.txt" for n in RESOURCES}
+        fixed = {f"tickloop://{n}" for n in RESOURCES} | {f"tickloop://{n}.txt" for n in RESOURCES}
+        # and the intent waiting for the person
+        assert uris == fixed | {f"tickloop://intents/{staged['intent']['id']}"}
         board = json.loads((await client.read_resource("tickloop://board")).contents[0].text)  # type: ignore[union-attr]
         assert board["hash"].startswith("sha256:")
         assert "from an agent" in {t["title"] for t in board["tasks"]}

@@ -117,3 +117,42 @@ _tree = st.recursive(
 def test_any_tree_of_json_values_times_and_enums_converts_as_before(value: Any) -> None:
     """Nested lists, tuples, dicts (integer keys too), times and enums: the same JSON as the first format."""
     assert wire(service.plain(value)) == wire(reference(value))
+
+
+class _Inner(msgspec.Struct):
+    at: datetime
+    tags: tuple[str, ...] = ()
+
+
+class _Record(msgspec.Struct):
+    at: datetime
+    maybe: datetime | None
+    inner: _Inner
+    many: tuple[_Inner, ...]
+    anything: dict[str, Any]
+    kind: Outcome
+    count: int
+
+
+_times = st.datetimes(
+    timezones=st.sampled_from([UTC, timezone(timedelta(hours=-7)), timezone(timedelta(hours=5))])
+)
+_inner = st.builds(_Inner, _times, st.tuples(st.text(max_size=3)))
+_record = st.builds(
+    _Record,
+    _times,
+    st.none() | _times,
+    _inner,
+    st.lists(_inner, max_size=3).map(tuple),
+    st.dictionaries(st.text(max_size=4), _tree, max_size=3),
+    st.sampled_from(list(Outcome)),
+    st.integers(),
+)
+
+
+@given(st.lists(_record, max_size=4))
+def test_records_and_lists_of_records_convert_as_before(records: list[_Record]) -> None:
+    """A record, a list or tuple of records of one kind (where the type says which fields hold times),
+    and a mixed list: the same JSON as the first format, times in any offset included."""
+    for value in (records, tuple(records), *records, [*records, {"x": 1}]):
+        assert wire(service.plain(value)) == wire(reference(value))
