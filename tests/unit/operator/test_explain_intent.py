@@ -14,7 +14,7 @@ import pytest
 from tickloop.errors import NotFoundError
 from tickloop.operator import service, staging
 from tickloop.operator.domain import DecisionKind, IntentStatus, Tier, Verdict
-from tickloop.operator.explain import LADDER, NEXT, explain
+from tickloop.operator.explain import LADDER, NEXT, deciding_rule, explain, rule_id
 from tickloop.operator.gate import GateSettings
 from tickloop.operator.store import Store, open_store
 
@@ -74,3 +74,18 @@ def test_another_profiles_intent_is_not_found(store: Store) -> None:
     with pytest.raises(NotFoundError):
         explain(store, P, theirs)
     assert explain(store, "other", theirs).intent.profile == "other"
+
+
+def test_a_rule_id_is_everything_before_the_first_colon() -> None:
+    """The words after the rule id may hold colons of their own (an action type, a URL)."""
+    assert rule_id("gate.block_list: 'mail:bulk' is blocked") == "gate.block_list"
+    assert rule_id(" gate.money : x: y: z") == "gate.money"
+
+
+def test_a_verdict_no_known_rule_asks_for_is_decided_by_the_first_reason() -> None:
+    """A rule this table does not know (a newer gate's) still names itself; no reasons, no rule."""
+    reasons = ("policy.custom: the profile's own rule", "gate.allowed: reversible")
+    assert deciding_rule(Verdict.REQUIRES_APPROVAL, reasons) == "policy.custom"
+    assert deciding_rule(Verdict.REQUIRES_APPROVAL, reasons[:1]) == "policy.custom"
+    assert deciding_rule(Verdict.REQUIRES_APPROVAL, ()) is None
+    assert deciding_rule(None, reasons) is None
