@@ -22,6 +22,11 @@ LONG = "k" * 50
             b'{"usage":{"' + LONG.encode() + b'":1,"' + LONG.encode() + b'":2}}',
             f"duplicate key {'k' * 40!r} (readers disagree on which value counts)",
         ),
+        (  # the duplicate named is the repeated key, not the object's first
+            b'{"usage":{"a":1,"' + LONG.encode() + b'":1,"' + LONG.encode() + b'":2}}',
+            f"duplicate key {'k' * 40!r} (readers disagree on which value counts)",
+        ),
+        ('{"type":"x"}'.encode("utf-16-le"), "not UTF-8 (UTF-16 or UTF-32)"),
         (b'{"token":"\\ud800"}', "holds a lone surrogate (not well-formed Unicode)"),
         (
             b'{"type": "tick_scheduled"}',
@@ -35,5 +40,5 @@ LONG = "k" * 50
 )
 def test_each_reason_reads_in_full(line: bytes, reason: str) -> None:
     """The reason is the whole sentence, and a name from the file is cut to 40 characters."""
-    record = json.loads(line.decode("utf-8", "replace").lstrip("\ufeff"))
+    record = json.loads(line.decode("utf-8", "replace").lstrip("\ufeff").replace("\x00", ""))
     assert noncanonical_reason(line, record) == reason
