@@ -4,6 +4,8 @@ pinned by no test: only naive datetimes were tried.)"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
 import pytest
@@ -34,6 +36,17 @@ def test_a_time_without_an_offset_is_refused(moment: datetime) -> None:
         record(RecordType.LOOP_ARMED, recorded_at=moment, session_id="s")
 
 
+@pytest.fixture
+def machine_in_new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The machine's own timezone is not UTC, so "UTC" cannot come from the machine by accident."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.mark.usefixtures("machine_in_new_york")
 def test_an_aware_time_is_written_in_utc_to_the_millisecond() -> None:
     berlin = datetime(2026, 7, 7, 11, 0, 0, 123456, tzinfo=timezone(timedelta(hours=2)))
     assert record(RecordType.LOOP_ARMED, recorded_at=berlin, session_id="s")["recordedAt"] == (
