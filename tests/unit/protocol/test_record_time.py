@@ -23,6 +23,9 @@ class NoOffset(tzinfo):
     def dst(self, dt: datetime | None) -> timedelta | None:  # noqa: ARG002  (tzinfo's signature)
         return None
 
+    def tzname(self, dt: datetime | None) -> str | None:  # noqa: ARG002  (tzinfo's signature)
+        return None
+
 
 @pytest.mark.parametrize(
     "moment",
