@@ -50,6 +50,9 @@ bench: $(STAMP)
 
 # Mutation testing of the protocol, the gate, the ladder and the attention gate (pyproject's
 # [tool.mutmut]); slow, so not part of `make test`. `mutmut results` lists survivors afterwards.
+# One mutant at a time by default (the machine is shared); a dedicated one can pass --max-children 2.
+# MUTANTS_ARGS may also name mutants (globs such as 'tickloop.operator.gate*') to re-run only those.
+MUTANTS_ARGS ?= --max-children 1
 mutants: $(STAMP)
 	$(BIN)/mutmut run $(MUTANTS_ARGS)
 	$(BIN)/mutmut results
