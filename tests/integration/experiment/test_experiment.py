@@ -274,6 +274,9 @@ planted = "{policy}"
     report = (target / "REDACTION.md").read_text()
     if keep_text:
         assert b"root cause" in blob  # ordinary prose is not redacted
+        # what was scrubbed is marked where it stood, in every format (Parquet decoded above)
+        for placeholder in (b"<secret>", b"<path>", b"<ip>", b"<url>", b"<user@host>"):
+            assert placeholder in blob, placeholder
         for kind in ("aws_key", "secret", "assignment", "ip", "path", "user_at_host", "url"):
             assert re.search(rf"\| {kind} \| [1-9]", report), kind
     else:
