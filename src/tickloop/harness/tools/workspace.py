@@ -76,53 +76,60 @@ class WorkspaceTools:
     # -- the tools ---------------------------------------------------------------------------------
 
     def _build(self) -> list[Tool]:
-        write_rule = "replaces an existing file" if self.overwrite else "refuses to replace an existing file"
-        table: list[tuple[str, str, dict[str, Any], Sequence[str], Callable[[Mapping[str, Any]], str]]] = [
-            (
+        return [*self._reading_tools(), *self._writing_tools()]
+
+    def _reading_tools(self) -> list[Tool]:
+        file_arg = _path_arg("path", "file, relative to the workspace root")
+        search_props = {
+            "text": {"type": "string", "minLength": 1, "maxLength": 200},
+            "path": _path_arg("path", "directory to search, relative to the workspace root"),
+        }
+        return [
+            _tool(
                 "list_dir",
                 "List the entries of a directory in the workspace (default: its root).",
                 {"path": _path_arg("path", "directory, relative to the workspace root")},
                 (),
                 self.list_dir,
             ),
-            (
+            _tool(
                 "read_file",
                 f"Read a text file in the workspace (at most {MAX_READ_BYTES} bytes are returned).",
-                {"path": _path_arg("path", "file, relative to the workspace root")},
+                {"path": file_arg},
                 ("path",),
                 self.read_file,
             ),
-            (
+            _tool(
                 "search_files",
                 f"Find lines containing a text in the workspace's files (at most {MAX_MATCHES} matches).",
-                {
-                    "text": {"type": "string", "minLength": 1, "maxLength": 200},
-                    "path": _path_arg("path", "directory to search, relative to the workspace root"),
-                },
+                search_props,
                 ("text",),
                 self.search_files,
             ),
-            (
+        ]
+
+    def _writing_tools(self) -> list[Tool]:
+        write_rule = "replaces an existing file" if self.overwrite else "refuses to replace an existing file"
+        write_props = {
+            "path": _path_arg("path", "file, relative to the workspace root"),
+            "content": {"type": "string"},
+        }
+        note_props = {"text": {"type": "string", "minLength": 1, "maxLength": MAX_NOTE_BYTES}}
+        return [
+            _tool(
                 "write_file",
                 f"Create a text file in the workspace; {write_rule}.",
-                {
-                    "path": _path_arg("path", "file, relative to the workspace root"),
-                    "content": {"type": "string"},
-                },
+                write_props,
                 ("path", "content"),
                 self.write_file,
             ),
-            (
+            _tool(
                 "append_note",
                 f"Append a note (one paragraph) to {NOTES_FILE} in the workspace.",
-                {"text": {"type": "string", "minLength": 1, "maxLength": MAX_NOTE_BYTES}},
+                note_props,
                 ("text",),
                 self.append_note,
             ),
-        ]
-        return [
-            FunctionTool(ToolSpec(name, doc, _schema(props, required)), _threaded(function))
-            for name, doc, props, required, function in table
         ]
 
     def _resolve(self, raw: object, where: str) -> Path:
@@ -199,20 +206,20 @@ class WorkspaceTools:
         return out
 
     def write_file(self, args: Mapping[str, Any]) -> str:
-        content = args.get("content")
-        if not isinstance(content, str):
-            raise ToolError("write_file: content must be a string")
-        data = content.encode("utf-8")
-        if len(data) > MAX_WRITE_BYTES:
-            raise ToolError(f"write_file: content is {len(data)} bytes; the cap is {MAX_WRITE_BYTES}")
+        data = _write_content(args.get("content"))
         target = self._resolve(args.get("path"), "write_file.path")
         if target == self.root:
             raise ToolError("write_file: path must name a file")
         target.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_TRUNC if self.overwrite else os.O_EXCL)
         rel = self._relative(target)
+        with os.fdopen(self._open_for_write(target, rel), "wb") as handle:
+            handle.write(data)
+        return f"wrote {len(data)} bytes to {rel}"
+
+    def _open_for_write(self, target: Path, rel: str) -> int:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_TRUNC if self.overwrite else os.O_EXCL)
         try:
-            fd = os.open(target, flags, 0o644)
+            return os.open(target, flags, 0o644)
         except FileExistsError:
             raise ToolError(
                 f"write_file: {rel} exists; tickloop creates files only ([tools.workspace] overwrite = true "
@@ -220,9 +227,6 @@ class WorkspaceTools:
             ) from None
         except OSError as exc:
             raise ToolError(f"write_file: cannot write {rel}: {_reason(exc)}") from None
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        return f"wrote {len(data)} bytes to {rel}"
 
     def append_note(self, args: Mapping[str, Any]) -> str:
         text = args.get("text")
@@ -239,6 +243,25 @@ class WorkspaceTools:
         with os.fdopen(fd, "ab") as handle:
             handle.write(data)
         return f"appended {len(data)} bytes to {NOTES_FILE}"
+
+
+def _tool(
+    name: str,
+    doc: str,
+    props: dict[str, Any],
+    required: Sequence[str],
+    function: Callable[[Mapping[str, Any]], str],
+) -> Tool:
+    return FunctionTool(ToolSpec(name, doc, _schema(props, required)), _threaded(function))
+
+
+def _write_content(content: object) -> bytes:
+    if not isinstance(content, str):
+        raise ToolError("write_file: content must be a string")
+    data = content.encode("utf-8")
+    if len(data) > MAX_WRITE_BYTES:
+        raise ToolError(f"write_file: content is {len(data)} bytes; the cap is {MAX_WRITE_BYTES}")
+    return data
 
 
 def _threaded(function: Callable[[Mapping[str, Any]], str]) -> Callable[[Mapping[str, Any]], Any]:
