@@ -89,13 +89,11 @@ def chat(
     check_config(settings, model=model_name or settings.model.name)  # a typo anywhere exits 2 now
     options = None if no_tick else _tick_options(settings.tick, audit_dir)
     model = get_model(model_name or settings.model.name, settings, os.environ)
-    session_id = session_id if session_id is not None else _new_session_id()
-    _utf8_streams()
-    renderer = Renderer(sys.stdout, label=model.label)
+    renderer = _terminal_renderer(model.label)
     tools = tools_settings(settings.tools, enable=enable_tools)
     agent = _open_agent(model, renderer, options, tools, sessions_dir=sessions_dir, session_id=session_id)
     _announce(agent, renderer, options, tools)
-    with ChatPresence(presence_path(), session_id):
+    with ChatPresence(presence_path(), agent.session.session_id):
         _run_chat(agent, renderer)
 
 
@@ -106,12 +104,13 @@ def _open_agent(
     tools: ToolsSettings,
     *,
     sessions_dir: Path,
-    session_id: str,
+    session_id: str | None,
 ) -> Agent:
+    """The chat's agent on session ``session_id``, or on a new session when it is None."""
     return open_chat_agent(
         model,
         sessions_dir=sessions_dir,
-        session_id=session_id,
+        session_id=session_id if session_id is not None else _new_session_id(),
         tick=options,
         listeners=[renderer],
         toolbox=open_toolbox(tools),
@@ -161,6 +160,11 @@ def _tick_off(line: str) -> CommandResult:  # noqa: ARG001  (whatever the argume
 
 def _new_session_id() -> str:
     return f"chat-{datetime.now(UTC):%Y%m%dT%H%M%S}-{secrets.token_hex(2)}"
+
+
+def _terminal_renderer(label: str) -> Renderer:
+    _utf8_streams()
+    return Renderer(sys.stdout, label=label)
 
 
 def _utf8_streams() -> None:
