@@ -314,19 +314,15 @@ def open_session(
     if durability is not None:
         log = durability.log(log, path)
     session = Session(session_id=session_id, log=log, clock=clock)
-    _header_or_replay(session, path, records)
+    if not records:
+        session.log.append(
+            {"type": "session", "id": session_id, "version": VERSION, "createdAt": utc_iso(clock.now())}
+        )
+    else:
+        check_header(path, records[0], session_id)
+        replay(session, path, records[1:])
     _recover_open_turn(session)
     return session
-
-
-def _header_or_replay(session: Session, path: Path, records: list[dict[str, Any]]) -> None:
-    """A new session gets its header line; an existing one is checked and replayed record by record."""
-    if not records:
-        header = {"type": "session", "id": session.session_id, "version": VERSION}
-        session.log.append({**header, "createdAt": utc_iso(session.clock.now())})
-    else:
-        check_header(path, records[0], session.session_id)
-        replay(session, path, records[1:])
 
 
 def check_header(path: Path, header: Mapping[str, Any], session_id: str) -> None:
@@ -362,7 +358,7 @@ def _replay_one(session: Session, rec: Mapping[str, Any]) -> None:
         raise ValueError(f"unknown record type {kind!r}")
 
 
-def _replay_message(session: Session, rec: Mapping[str, Any], number: object) -> None:
+def _replay_message(session: Session, rec: Mapping[str, Any], number: Any) -> None:
     """An assistant message is the open turn's reply; any other message opens the next turn."""
     if rec["role"] == "assistant":
         turn = session._require_open()

@@ -51,6 +51,41 @@ def _schema(properties: dict[str, Any], required: Sequence[str]) -> dict[str, An
     return {**schema, "additionalProperties": False}
 
 
+def _list_dir_spec() -> ToolSpec:
+    props = {"path": _path_arg("path", "directory, relative to the workspace root")}
+    doc = "List the entries of a directory in the workspace (default: its root)."
+    return ToolSpec("list_dir", doc, _schema(props, ()))
+
+
+def _read_file_spec() -> ToolSpec:
+    props = {"path": _path_arg("path", "file, relative to the workspace root")}
+    doc = f"Read a text file in the workspace (at most {MAX_READ_BYTES} bytes are returned)."
+    return ToolSpec("read_file", doc, _schema(props, ("path",)))
+
+
+def _search_files_spec() -> ToolSpec:
+    props = {
+        "text": {"type": "string", "minLength": 1, "maxLength": 200},
+        "path": _path_arg("path", "directory to search, relative to the workspace root"),
+    }
+    doc = f"Find lines containing a text in the workspace's files (at most {MAX_MATCHES} matches)."
+    return ToolSpec("search_files", doc, _schema(props, ("text",)))
+
+
+def _write_file_spec(*, overwrite: bool) -> ToolSpec:
+    props = {"path": _path_arg("path", "file, relative to the workspace root"), "content": {"type": "string"}}
+    rule = "replaces an existing file" if overwrite else "refuses to replace an existing file"
+    return ToolSpec(
+        "write_file", f"Create a text file in the workspace; {rule}.", _schema(props, ("path", "content"))
+    )
+
+
+def _append_note_spec() -> ToolSpec:
+    props = {"text": {"type": "string", "minLength": 1, "maxLength": MAX_NOTE_BYTES}}
+    doc = f"Append a note (one paragraph) to {NOTES_FILE} in the workspace."
+    return ToolSpec("append_note", doc, _schema(props, ("text",)))
+
+
 class WorkspaceTools:
     """The workspace toolset as a ``ToolProvider``."""
 
@@ -76,61 +111,14 @@ class WorkspaceTools:
     # -- the tools ---------------------------------------------------------------------------------
 
     def _build(self) -> list[Tool]:
-        return [*self._reading_tools(), *self._writing_tools()]
-
-    def _reading_tools(self) -> list[Tool]:
-        file_arg = _path_arg("path", "file, relative to the workspace root")
-        search_props = {
-            "text": {"type": "string", "minLength": 1, "maxLength": 200},
-            "path": _path_arg("path", "directory to search, relative to the workspace root"),
-        }
-        return [
-            _tool(
-                "list_dir",
-                "List the entries of a directory in the workspace (default: its root).",
-                {"path": _path_arg("path", "directory, relative to the workspace root")},
-                (),
-                self.list_dir,
-            ),
-            _tool(
-                "read_file",
-                f"Read a text file in the workspace (at most {MAX_READ_BYTES} bytes are returned).",
-                {"path": file_arg},
-                ("path",),
-                self.read_file,
-            ),
-            _tool(
-                "search_files",
-                f"Find lines containing a text in the workspace's files (at most {MAX_MATCHES} matches).",
-                search_props,
-                ("text",),
-                self.search_files,
-            ),
+        specs = [
+            (_list_dir_spec(), self.list_dir),
+            (_read_file_spec(), self.read_file),
+            (_search_files_spec(), self.search_files),
+            (_write_file_spec(overwrite=self.overwrite), self.write_file),
+            (_append_note_spec(), self.append_note),
         ]
-
-    def _writing_tools(self) -> list[Tool]:
-        write_rule = "replaces an existing file" if self.overwrite else "refuses to replace an existing file"
-        write_props = {
-            "path": _path_arg("path", "file, relative to the workspace root"),
-            "content": {"type": "string"},
-        }
-        note_props = {"text": {"type": "string", "minLength": 1, "maxLength": MAX_NOTE_BYTES}}
-        return [
-            _tool(
-                "write_file",
-                f"Create a text file in the workspace; {write_rule}.",
-                write_props,
-                ("path", "content"),
-                self.write_file,
-            ),
-            _tool(
-                "append_note",
-                f"Append a note (one paragraph) to {NOTES_FILE} in the workspace.",
-                note_props,
-                ("text",),
-                self.append_note,
-            ),
-        ]
+        return [FunctionTool(spec, _threaded(function)) for spec, function in specs]
 
     def _resolve(self, raw: object, where: str) -> Path:
         if raw in (None, "", "."):
@@ -243,16 +231,6 @@ class WorkspaceTools:
         with os.fdopen(fd, "ab") as handle:
             handle.write(data)
         return f"appended {len(data)} bytes to {NOTES_FILE}"
-
-
-def _tool(
-    name: str,
-    doc: str,
-    props: dict[str, Any],
-    required: Sequence[str],
-    function: Callable[[Mapping[str, Any]], str],
-) -> Tool:
-    return FunctionTool(ToolSpec(name, doc, _schema(props, required)), _threaded(function))
 
 
 def _write_content(content: object) -> bytes:
