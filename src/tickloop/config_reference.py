@@ -23,28 +23,46 @@ END = "<!-- config-reference:end -->"
 
 def sections() -> list[tuple[str, type[msgspec.Struct]]]:
     """Each top-level table and its type, in README order."""
+    return [*_chat_sections(), *_operator_io_sections(), *_operator_watch_sections()]
+
+
+def _chat_sections() -> list[tuple[str, type[msgspec.Struct]]]:
     from tickloop.config import ModelSettings, StoreSettings, TickSettings  # noqa: PLC0415
     from tickloop.harness.tools import ToolsSettings  # noqa: PLC0415
-    from tickloop.notify.settings import NotifySettings  # noqa: PLC0415
-    from tickloop.notify.smtp import SmtpSettings  # noqa: PLC0415
-    from tickloop.operator.attention import AttentionSettings  # noqa: PLC0415
-    from tickloop.operator.conditions import MonitorSettings  # noqa: PLC0415
-    from tickloop.operator.gate import GateSettings  # noqa: PLC0415
-    from tickloop.operator.handlers.settings import HandlerSettings  # noqa: PLC0415
-    from tickloop.operator.notices import DashboardSettings  # noqa: PLC0415
-    from tickloop.operator.schedule import ScheduleSettings  # noqa: PLC0415
-    from tickloop.operator.sources import SourcesSettings  # noqa: PLC0415
 
     return [
         ("tick", TickSettings),
         ("model", ModelSettings),
         ("store", StoreSettings),
         ("tools", ToolsSettings),
+    ]
+
+
+def _operator_io_sections() -> list[tuple[str, type[msgspec.Struct]]]:
+    """What the operator reads, what may act, and how it tells the person."""
+    from tickloop.notify.settings import NotifySettings  # noqa: PLC0415
+    from tickloop.notify.smtp import SmtpSettings  # noqa: PLC0415
+    from tickloop.operator.gate import GateSettings  # noqa: PLC0415
+    from tickloop.operator.handlers.settings import HandlerSettings  # noqa: PLC0415
+    from tickloop.operator.sources import SourcesSettings  # noqa: PLC0415
+
+    return [
         ("sources", SourcesSettings),
         ("gate", GateSettings),
         ("handlers", HandlerSettings),
         ("smtp", SmtpSettings),
         ("notify", NotifySettings),
+    ]
+
+
+def _operator_watch_sections() -> list[tuple[str, type[msgspec.Struct]]]:
+    """When the operator looks, what it watches, and the dashboard."""
+    from tickloop.operator.attention import AttentionSettings  # noqa: PLC0415
+    from tickloop.operator.conditions import MonitorSettings  # noqa: PLC0415
+    from tickloop.operator.notices import DashboardSettings  # noqa: PLC0415
+    from tickloop.operator.schedule import ScheduleSettings  # noqa: PLC0415
+
+    return [
         ("attention", AttentionSettings),
         ("monitor", MonitorSettings),
         ("schedule", ScheduleSettings),

@@ -19,6 +19,7 @@ from tickloop.config import Settings, load_settings, secret, section
 from tickloop.errors import TickloopError
 
 if TYPE_CHECKING:
+    from tickloop.notify.base import DeliveryResult
     from tickloop.operator.store.base import Store
 
 
@@ -59,20 +60,9 @@ def _guard(name: str, check: Callable[[], Finding], fix: str) -> Finding:
 def _sections(settings: Settings) -> list[Finding]:
     from tickloop.notify.settings import parse_notify_settings  # noqa: PLC0415
     from tickloop.notify.smtp import parse_smtp_settings  # noqa: PLC0415
-    from tickloop.operator.attention import AttentionSettings  # noqa: PLC0415
-    from tickloop.operator.conditions import MonitorSettings  # noqa: PLC0415
-    from tickloop.operator.gate import GateSettings  # noqa: PLC0415
-    from tickloop.operator.handlers.settings import parse_handler_settings  # noqa: PLC0415
-    from tickloop.operator.schedule import ScheduleSettings  # noqa: PLC0415
-    from tickloop.operator.sources import SourcesSettings  # noqa: PLC0415
 
     typed: dict[str, Callable[[], object]] = {
-        "sources": lambda: section(settings, "sources", SourcesSettings),
-        "gate": lambda: section(settings, "gate", GateSettings),
-        "attention": lambda: section(settings, "attention", AttentionSettings),
-        "monitor": lambda: section(settings, "monitor", MonitorSettings),
-        "schedule": lambda: section(settings, "schedule", ScheduleSettings),
-        "handlers": lambda: parse_handler_settings(settings.handlers),
+        **_operator_sections(settings),
         "smtp": lambda: parse_smtp_settings(settings.smtp),
         "notify": lambda: parse_notify_settings(settings.notify),
     }
@@ -87,49 +77,76 @@ def _sections(settings: Settings) -> list[Finding]:
     ]
 
 
+def _operator_sections(settings: Settings) -> dict[str, Callable[[], object]]:
+    """The operator's tables, each with the parse that checks it."""
+    from tickloop.operator.attention import AttentionSettings  # noqa: PLC0415
+    from tickloop.operator.conditions import MonitorSettings  # noqa: PLC0415
+    from tickloop.operator.gate import GateSettings  # noqa: PLC0415
+    from tickloop.operator.handlers.settings import parse_handler_settings  # noqa: PLC0415
+    from tickloop.operator.schedule import ScheduleSettings  # noqa: PLC0415
+    from tickloop.operator.sources import SourcesSettings  # noqa: PLC0415
+
+    return {
+        "sources": lambda: section(settings, "sources", SourcesSettings),
+        "gate": lambda: section(settings, "gate", GateSettings),
+        "attention": lambda: section(settings, "attention", AttentionSettings),
+        "monitor": lambda: section(settings, "monitor", MonitorSettings),
+        "schedule": lambda: section(settings, "schedule", ScheduleSettings),
+        "handlers": lambda: parse_handler_settings(settings.handlers),
+    }
+
+
 #: the fix for a store whose schema is behind an upgrade
 MIGRATE_FIX = "run `tickloop operator migrate`"
 #: the fix on a fresh machine (no schema at all): init creates the store, migrates it and asks for a goal
 INIT_FIX = "run `tickloop operator init` (it creates the store and your profile)"
 
 
+#: the fix for a store that cannot be reached or read
+STORE_FIX = "set TICKLOOP_STORE (sqlite:///path or postgresql://...) and check the server is up"
+
+
 def _store(settings: Settings, now: datetime) -> list[Finding]:
     """Reachable, migrated, and each profile's clock and goal. Never writes: a missing SQLite file
     is not created (nor its folder), an existing one is read without WAL side files, and a schema
     that is behind is one failed check ("migrations pending") with the profiles left unchecked."""
-    from tickloop.operator.store import open_store, redact_url  # noqa: PLC0415
-
     url = settings.store.url
-    fix = "set TICKLOOP_STORE (sqlite:///path or postgresql://...) and check the server is up"
     dialect = "postgres" if url.startswith(("postgresql://", "postgres://")) else "sqlite"
     try:
-        if dialect == "sqlite" and not url.startswith("memory://"):
-            path, current = _sqlite_version(url)
-            shown = redact_url(url) if url else f"sqlite://{path}"
-            seen = f"{shown} reachable" if path.exists() else f"{shown}: no database file yet"
-            found = [Finding("store", ok=True, detail=seen)]
-        else:
-            store = open_store(url, migrate=False)
-            with store:
-                current = store.schema_version()
-            found = [Finding("store", ok=True, detail=f"{store.url} reachable")]
+        current, reached = _reach_store(url, dialect)
     except Exception as exc:  # noqa: BLE001
-        return [Finding("store", ok=False, detail=str(exc), fix=fix)]
+        return [Finding("store", ok=False, detail=str(exc), fix=STORE_FIX)]
     latest = _latest_migration(dialect)
     if current < latest:
-        detail = f"migrations pending: schema {current} of {latest}"
-        found.append(
-            Finding("migrations", ok=False, detail=detail, fix=INIT_FIX if current == 0 else MIGRATE_FIX)
-        )
-        found.append(
-            Finding("profiles", ok=True, detail="not checked until the store is migrated", skipped=True)
-        )
-        return found
-    found.append(Finding("migrations", ok=True, detail=f"schema {current} of {latest}"))
+        return [reached, *_pending_migrations(current, latest)]
+    found = [reached, Finding("migrations", ok=True, detail=f"schema {current} of {latest}")]
     try:
         return found + _profiles(url, now)
     except Exception as exc:  # noqa: BLE001  (a doctor reports every problem, it never crashes)
-        return [*found, Finding("profiles", ok=False, detail=f"{type(exc).__name__}: {exc}", fix=fix)]
+        return [*found, Finding("profiles", ok=False, detail=f"{type(exc).__name__}: {exc}", fix=STORE_FIX)]
+
+
+def _reach_store(url: str, dialect: str) -> tuple[int, Finding]:
+    """The store's schema version and the finding that it is reachable; raises if it is not."""
+    from tickloop.operator.store import open_store, redact_url  # noqa: PLC0415
+
+    if dialect == "sqlite" and not url.startswith("memory://"):
+        path, current = _sqlite_version(url)
+        shown = redact_url(url) if url else f"sqlite://{path}"
+        seen = f"{shown} reachable" if path.exists() else f"{shown}: no database file yet"
+        return current, Finding("store", ok=True, detail=seen)
+    store = open_store(url, migrate=False)
+    with store:
+        current = store.schema_version()
+    return current, Finding("store", ok=True, detail=f"{store.url} reachable")
+
+
+def _pending_migrations(current: int, latest: int) -> list[Finding]:
+    detail = f"migrations pending: schema {current} of {latest}"
+    return [
+        Finding("migrations", ok=False, detail=detail, fix=INIT_FIX if current == 0 else MIGRATE_FIX),
+        Finding("profiles", ok=True, detail="not checked until the store is migrated", skipped=True),
+    ]
 
 
 def _latest_migration(dialect: str) -> int:
@@ -140,9 +157,6 @@ def _latest_migration(dialect: str) -> int:
 
 def _sqlite_version(url: str) -> tuple[Path, int]:
     """The SQLite file a URL names and its schema version, read-only (0: no file or no schema)."""
-    import sqlite3  # noqa: PLC0415
-    from urllib.parse import quote  # noqa: PLC0415
-
     from tickloop.errors import StoreError  # noqa: PLC0415
     from tickloop.operator.store import default_sqlite_path  # noqa: PLC0415
 
@@ -152,6 +166,15 @@ def _sqlite_version(url: str) -> tuple[Path, int]:
     path = Path(raw).expanduser() if url else default_sqlite_path()
     if not path.exists():
         return path, 0
+    return path, _read_schema_version(path, url)
+
+
+def _read_schema_version(path: Path, url: str) -> int:
+    import sqlite3  # noqa: PLC0415
+    from urllib.parse import quote  # noqa: PLC0415
+
+    from tickloop.errors import StoreError  # noqa: PLC0415
+
     # No WAL file: everything is in the main file, read as immutable (no -shm/-wal left behind, as
     # even mode=ro leaves). A WAL file: a store is open, its side files exist, read them too.
     mode = "mode=ro" if path.with_name(path.name + "-wal").exists() else "immutable=1"
@@ -160,11 +183,11 @@ def _sqlite_version(url: str) -> tuple[Path, int]:
         row = conn.execute("SELECT MAX(version) FROM tickloop_migrations").fetchone()
     except sqlite3.OperationalError as exc:
         if "no such table" in str(exc):
-            return path, 0
+            return 0
         raise StoreError(f"cannot read SQLite store {url or path}: {exc}") from None
     finally:
         conn.close()
-    return path, int(row[0] or 0)
+    return int(row[0] or 0)
 
 
 def _profiles(url: str, now: datetime) -> list[Finding]:
@@ -227,15 +250,16 @@ def _channels(settings: Settings, env: Mapping[str, str], *, send_test: bool) ->
         names = ", ".join(c.describe() for c in channels)
         return [Finding("notify", ok=True, detail=f"{names} (send a test with --send-test)")]
     results = [c.send("tickloop doctor", "A test notification from `tickloop doctor`.") for c in channels]
-    return [
-        Finding(
-            f"notify {r.channel}",
-            ok=r.ok,
-            detail="delivered" if r.ok else r.reason,
-            fix="" if r.ok else "check the channel's URL, address or credentials",
-        )
-        for r in results
-    ]
+    return [_delivery(r) for r in results]
+
+
+def _delivery(result: DeliveryResult) -> Finding:
+    return Finding(
+        f"notify {result.channel}",
+        ok=result.ok,
+        detail="delivered" if result.ok else result.reason,
+        fix="" if result.ok else "check the channel's URL, address or credentials",
+    )
 
 
 def _dry_run(env: Mapping[str, str]) -> Finding:

@@ -27,24 +27,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Console entry point: library errors become a one-line message and exit code 2."""
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        if args[:2] == ["operator", "tick"]:
-            from tickloop.cli.startup import paused_gc  # noqa: PLC0415
-
-            with paused_gc():
-                from tickloop.cli import tick_once  # noqa: PLC0415  (only this path pays for it)
-
-            request = tick_once.parse(args[2:])
-            if request is not None:
-                return tick_once.run(request)
-        if args[:2] == ["operator", "monitor"]:
-            from tickloop.cli.startup import paused_gc  # noqa: PLC0415
-
-            with paused_gc():
-                from tickloop.cli import monitor_once  # noqa: PLC0415  (the monitor's timer: no click)
-
-            wanted = monitor_once.parse(args[2:])
-            if wanted is not None:
-                return monitor_once.run(wanted)
+        fast = _without_click(args)
+        if fast is not None:
+            return fast
         from tickloop.cli.app import run  # noqa: PLC0415  (click, for everything else)
 
         return run(args)
@@ -54,6 +39,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("tickloop: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _without_click(args: list[str]) -> int | None:
+    """The exit code of a timer's command that runs without importing click, or None for the rest."""
+    if args[:2] == ["operator", "tick"]:
+        from tickloop.cli.startup import paused_gc  # noqa: PLC0415
+
+        with paused_gc():
+            from tickloop.cli import tick_once  # noqa: PLC0415  (only this path pays for it)
+
+        request = tick_once.parse(args[2:])
+        if request is not None:
+            return tick_once.run(request)
+    if args[:2] == ["operator", "monitor"]:
+        from tickloop.cli.startup import paused_gc  # noqa: PLC0415
+
+        with paused_gc():
+            from tickloop.cli import monitor_once  # noqa: PLC0415  (the monitor's timer: no click either)
+
+        wanted = monitor_once.parse(args[2:])
+        if wanted is not None:
+            return monitor_once.run(wanted)
+    return None
 
 
 if __name__ == "__main__":

@@ -12,9 +12,10 @@ import os
 import secrets
 import signal
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import click
 import msgspec
@@ -22,7 +23,7 @@ import msgspec
 from tickloop.audit import session_file_name
 from tickloop.cli.chat_render import Renderer
 from tickloop.cli.sessions import sessions_dir_option
-from tickloop.config import load_settings
+from tickloop.config import TickSettings, load_settings
 from tickloop.config_sections import check_config
 from tickloop.harness import (
     Agent,
@@ -34,8 +35,12 @@ from tickloop.harness import (
 from tickloop.harness.commands import CommandResult
 from tickloop.harness.jsonl import SessionError
 from tickloop.harness.session import check_session_id
-from tickloop.harness.tools import open_toolbox, tools_settings
+from tickloop.harness.tools import ToolsSettings, open_toolbox, tools_settings
+from tickloop.models.base import ChatModel
 from tickloop.models.registry import get_model
+
+if TYPE_CHECKING:
+    from prompt_toolkit import PromptSession
 
 
 def _checked_session_id(
@@ -82,25 +87,56 @@ def chat(
     """Chat with a model. Lines starting with / are commands (/help); they never reach the model."""
     settings = load_settings()
     check_config(settings, model=model_name or settings.model.name)  # a typo anywhere exits 2 now
-    tick_settings = settings.tick
-    if audit_dir is not None:
-        tick_settings = msgspec.structs.replace(tick_settings, audit_dir=str(audit_dir))
-    options = None if no_tick else TickOptions.from_settings(tick_settings)
+    options = None if no_tick else _tick_options(settings.tick, audit_dir)
     model = get_model(model_name or settings.model.name, settings, os.environ)
-    session_id = session_id if session_id is not None else _new_session_id()
-    _utf8_streams()
-    renderer = Renderer(sys.stdout, label=model.label)
+    renderer = _terminal_renderer(model.label)
     tools = tools_settings(settings.tools, enable=enable_tools)
-    agent = open_chat_agent(
+    agent = _open_agent(model, renderer, options, tools, sessions_dir=sessions_dir, session_id=session_id)
+    _announce(agent, renderer, options, tools)
+    with ChatPresence(presence_path(), agent.session.session_id):
+        _run_chat(agent, renderer)
+
+
+def _open_agent(
+    model: ChatModel,
+    renderer: Renderer,
+    options: TickOptions | None,
+    tools: ToolsSettings,
+    *,
+    sessions_dir: Path,
+    session_id: str | None,
+) -> Agent:
+    """The chat's agent on session ``session_id``, or on a new session when it is None."""
+    return open_chat_agent(
         model,
         sessions_dir=sessions_dir,
-        session_id=session_id,
+        session_id=session_id if session_id is not None else _new_session_id(),
         tick=options,
         listeners=[renderer],
         toolbox=open_toolbox(tools),
         max_rounds=tools.max_rounds,
     )
-    renderer.notice(f"session {session_id} · model {model.label} · /help lists commands")
+
+
+def _run_chat(agent: Agent, renderer: Renderer) -> None:
+    """A terminal gets the interactive prompt; anything else is read as a script, line by line."""
+    if sys.stdin.isatty():
+        asyncio.run(_interactive(agent, renderer))
+    else:
+        asyncio.run(_scripted(agent, renderer, sys.stdin))
+
+
+def _tick_options(tick_settings: TickSettings, audit_dir: Path | None) -> TickOptions:
+    if audit_dir is not None:
+        tick_settings = msgspec.structs.replace(tick_settings, audit_dir=str(audit_dir))
+    return TickOptions.from_settings(tick_settings)
+
+
+def _announce(agent: Agent, renderer: Renderer, options: TickOptions | None, tools: ToolsSettings) -> None:
+    """The opening notices: the session, its ledger (or /tick off), its history, what was recovered
+    and its tools."""
+    session_id = agent.session.session_id
+    renderer.notice(f"session {session_id} · model {renderer.label} · /help lists commands")
     if options is not None:
         renderer.notice(f"audit ledger {options.audit_dir / session_file_name(session_id)}")
     else:
@@ -112,11 +148,6 @@ def chat(
             renderer.notice("  a tool call it was running has outcome unknown; it is not re-run")
     if tools.enabled or tools.mcp:
         renderer.notice(f"tools: {', '.join([*tools.enabled, *(f'mcp:{n}' for n in sorted(tools.mcp))])}")
-    with ChatPresence(presence_path(), session_id):
-        if sys.stdin.isatty():
-            asyncio.run(_interactive(agent, renderer))
-        else:
-            asyncio.run(_scripted(agent, renderer, sys.stdin))
 
 
 def _tick_off(line: str) -> CommandResult:  # noqa: ARG001  (whatever the arguments)
@@ -129,6 +160,11 @@ def _tick_off(line: str) -> CommandResult:  # noqa: ARG001  (whatever the argume
 
 def _new_session_id() -> str:
     return f"chat-{datetime.now(UTC):%Y%m%dT%H%M%S}-{secrets.token_hex(2)}"
+
+
+def _terminal_renderer(label: str) -> Renderer:
+    _utf8_streams()
+    return Renderer(sys.stdout, label=label)
 
 
 def _utf8_streams() -> None:
@@ -173,11 +209,6 @@ async def _interactive(agent: Agent, renderer: Renderer) -> None:
     from prompt_toolkit import PromptSession  # noqa: PLC0415  (only the interactive chat pays for it)
     from prompt_toolkit.patch_stdout import patch_stdout  # noqa: PLC0415
 
-    def message() -> str:
-        # The line being streamed shows just above the prompt until it is complete and written.
-        partial = renderer.partial_line
-        return f"{partial}\nyou> " if partial else "you> "
-
     # erase_when_done: an accepted or aborted prompt (with the partial line it showed) is erased;
     # the renderer echoes the accepted line itself, so the screen keeps one copy of everything.
     prompt: PromptSession[str] = PromptSession(refresh_interval=0.1, erase_when_done=True)
@@ -188,17 +219,30 @@ async def _interactive(agent: Agent, renderer: Renderer) -> None:
             # the real stdout, or a partial line, is erased by the prompt's next redraw (the reply's
             # label, its last words before an interrupt).
             renderer.out, renderer.line_buffered = sys.stdout, True
-            while True:
-                try:
-                    line = await prompt.prompt_async(message)
-                except KeyboardInterrupt:
-                    _interrupt(agent, renderer)
-                    continue
-                except EOFError:
-                    break
-                renderer.echo_input(line)
-                agent.submit(line)
-                if agent.exit_requested:
-                    break
+            await _prompt_lines(agent, renderer, prompt, lambda: _prompt_text(renderer))
     finally:
         await agent.close()
+
+
+def _prompt_text(renderer: Renderer) -> str:
+    """The prompt; the line being streamed shows just above it until it is complete and written."""
+    partial = renderer.partial_line
+    return f"{partial}\nyou> " if partial else "you> "
+
+
+async def _prompt_lines(
+    agent: Agent, renderer: Renderer, prompt: PromptSession[str], message: Callable[[], str]
+) -> None:
+    """Read and submit lines until EOF (Ctrl-D) or /exit; Ctrl-C at the prompt interrupts the turn."""
+    while True:
+        try:
+            line = await prompt.prompt_async(message)
+        except KeyboardInterrupt:
+            _interrupt(agent, renderer)
+            continue
+        except EOFError:
+            break
+        renderer.echo_input(line)
+        agent.submit(line)
+        if agent.exit_requested:
+            break

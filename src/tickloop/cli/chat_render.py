@@ -25,10 +25,10 @@ from tickloop.harness.events import (
     TurnEnded,
     TurnStarted,
 )
-from tickloop.harness.session import Turn
+from tickloop.harness.session import Terminal, Turn
 from tickloop.harness.tools.base import CallResult
 from tickloop.inert import inert
-from tickloop.protocol.envelope import is_time_step
+from tickloop.protocol.envelope import Message, is_time_step
 from tickloop.protocol.predicates import TerminalStatus
 
 TIME_STEP_MARK = "⏱"
@@ -83,12 +83,7 @@ class Renderer:
 
     def __call__(self, event: AgentEvent) -> None:
         if isinstance(event, TurnStarted):
-            self._end_line()
-            message = event.turn.input
-            if is_time_step(message):
-                meta = message.meta
-                self._emit(time_step_label(message.text, meta.get("step", "?"), meta.get("of", "?")) + "\n")
-            self._label_pending, self._at_line_start, self._tool_shown = True, False, False
+            self._turn_started(event.turn.input)
         elif isinstance(event, TextStreamed):
             self._reply(inert(event.text))
         elif isinstance(event, ToolCallProgress):
@@ -102,21 +97,31 @@ class Renderer:
             self._label_pending, self._at_line_start, self._tool_shown = True, False, True
             self._flush()
         elif isinstance(event, TurnEnded):
-            terminal = event.terminal
-            had_text = not self._label_pending
-            self._label_pending = False
-            self._end_line()
-            if terminal.status is TerminalStatus.COMPLETED:
-                if not had_text and not self._tool_shown:
-                    self._emit(f"[turn {terminal.turn} completed: the model sent no text]\n")
-            else:
-                tail = f"[turn {terminal.turn} {terminal.status}"
-                if terminal.detail:
-                    tail += f": {inert(terminal.detail, keep_newlines=False)}"
-                self._emit(tail + "]\n")
-            self._flush()
+            self._turn_ended(event.terminal)
         elif isinstance(event, Notice):
             self.notice(event.text, error=event.error)
+
+    def _turn_started(self, message: Message) -> None:
+        self._end_line()
+        if is_time_step(message):
+            meta = message.meta
+            self._emit(time_step_label(message.text, meta.get("step", "?"), meta.get("of", "?")) + "\n")
+        self._label_pending, self._at_line_start, self._tool_shown = True, False, False
+
+    def _turn_ended(self, terminal: Terminal) -> None:
+        """A completed turn that showed nothing says so; any other ends with its status and detail."""
+        had_text = not self._label_pending
+        self._label_pending = False
+        self._end_line()
+        if terminal.status is TerminalStatus.COMPLETED:
+            if not had_text and not self._tool_shown:
+                self._emit(f"[turn {terminal.turn} completed: the model sent no text]\n")
+        else:
+            tail = f"[turn {terminal.turn} {terminal.status}"
+            if terminal.detail:
+                tail += f": {inert(terminal.detail, keep_newlines=False)}"
+            self._emit(tail + "]\n")
+        self._flush()
 
     def _reply(self, text: str) -> None:
         if not text:

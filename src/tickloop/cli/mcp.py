@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -44,25 +45,13 @@ def mcp() -> None:
 )
 @click.option(
     "--rate-limit",
+    "rate_per_minute",
     type=click.IntRange(1, 1_000_000),
     default=http.DEFAULT_RATE_PER_MINUTE,
     show_default=True,
     help="HTTP: requests per minute per client address.",
 )
-def serve(
-    *,
-    profile: str,
-    transport: str,
-    host: str,
-    port: int,
-    allow_remote: bool,
-    certfile: Path | None,
-    keyfile: Path | None,
-    insecure_http: bool,
-    origins: tuple[str, ...],
-    max_body: int,
-    rate_limit: int,
-) -> None:
+def serve(*, profile: str, transport: str, **listen: Any) -> None:
     """Serve the MCP face: on stdio (for Claude Desktop, Claude Code, Cursor) or streamable HTTP
     on 127.0.0.1 with a bearer token (`tickloop mcp token`)."""
     from tickloop.config import load_settings  # noqa: PLC0415
@@ -70,17 +59,8 @@ def serve(
     from tickloop.mcp.run import serve as run_serve  # noqa: PLC0415
 
     check_config(load_settings())  # a typo in any section exits 2 now, naming the key
-    options = http.Options(
-        host=host,
-        port=port,
-        allow_remote=allow_remote,
-        certfile=certfile,
-        keyfile=keyfile,
-        insecure_http=insecure_http,
-        origins=origins,
-        max_body=max_body,
-        rate_per_minute=rate_limit,
-    )
+    # The HTTP options are named after the fields of http.Options (--rate-limit: rate_per_minute).
+    options = http.Options(**listen)
     run_serve(profile, "http" if transport == "http" else "stdio", options, announce=_err)
 
 

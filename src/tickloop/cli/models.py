@@ -7,12 +7,15 @@ import asyncio
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from tickloop.config import load_settings
-from tickloop.models.registry import Reachability, check_model, in_use, known_models
+from tickloop.models.registry import ModelInfo, Reachability, check_model, in_use, known_models
+
+if TYPE_CHECKING:
+    from tickloop.models.local_server import LocalServer
 
 
 @click.group()
@@ -43,19 +46,22 @@ def list_models(check: bool, check_all: bool, timeout_s: float) -> None:  # noqa
         chosen = [info for info in infos if check_all or info.name in used]
         checks = [check_model(info, settings, timeout_s=timeout_s) for info in chosen]
         results = {r.name: r for r in asyncio.run(_gather(checks))}
-    default = settings.model.name
     for info in infos:
-        mark = "*" if info.name == default else " "
-        where = f"{info.base_url}  {info.model}" if info.base_url else "(built in, no network)"
-        key = f"  key: ${info.api_key_env}" if info.api_key_env else ""
-        click.echo(f"{mark} {info.name:<12} {info.label:<28} {where}{key}")
-        if info.name in results:
-            result = results[info.name]
-            click.echo(f"    {'ok' if result.ok else 'UNREACHABLE'}: {result.detail}")
-        elif check:
-            click.echo("    not checked: not in use (--all checks it)")
+        _show_model(info, default=settings.model.name, result=results.get(info.name), check=check)
     if any(not r.ok for r in results.values()):
         sys.exit(1)
+
+
+def _show_model(info: ModelInfo, *, default: str, result: Reachability | None, check: bool) -> None:
+    """One model's line (``*`` marks the default) and, when checked, whether it answered."""
+    mark = "*" if info.name == default else " "
+    where = f"{info.base_url}  {info.model}" if info.base_url else "(built in, no network)"
+    key = f"  key: ${info.api_key_env}" if info.api_key_env else ""
+    click.echo(f"{mark} {info.name:<12} {info.label:<28} {where}{key}")
+    if result is not None:
+        click.echo(f"    {'ok' if result.ok else 'UNREACHABLE'}: {result.detail}")
+    elif check:
+        click.echo("    not checked: not in use (--all checks it)")
 
 
 async def _gather(checks: list[Coroutine[Any, Any, Reachability]]) -> list[Reachability]:
@@ -90,26 +96,30 @@ def serve_local(port: int, log_path: Path | None, threads: int | None) -> None:
     from tickloop.errors import ModelError  # noqa: PLC0415
     from tickloop.models import local_server  # noqa: PLC0415
 
-    def on_ready(server: local_server.LocalServer) -> None:
-        click.echo(server.base_url)
-        hint = ""
-        if server.port != local_server.DEFAULT_PORT:
-            hint = f'; to use it as `local`, set [model.endpoints.local] baseUrl = "{server.base_url}"'
-        click.echo(
-            f"serving {local_server.MODEL_ALIAS} (pid {server.pid}, log {server.log_path}); "
-            f"Ctrl-C stops it{hint}",
-            err=True,
-        )
-        sys.stdout.flush()
-
     try:
         code = local_server.serve(
-            port, log_path=log_path or _default_log(port), on_ready=on_ready, threads=threads
+            port, log_path=log_path or _default_log(port), on_ready=_on_ready, threads=threads
         )
     except ModelError as exc:
         click.echo(f"tickloop: {exc}", err=True)
         sys.exit(1)
     sys.exit(code)
+
+
+def _on_ready(server: LocalServer) -> None:
+    """The base URL on stdout (a script reads it), how to stop it and to use it on stderr."""
+    from tickloop.models import local_server  # noqa: PLC0415
+
+    click.echo(server.base_url)
+    hint = ""
+    if server.port != local_server.DEFAULT_PORT:
+        hint = f'; to use it as `local`, set [model.endpoints.local] baseUrl = "{server.base_url}"'
+    click.echo(
+        f"serving {local_server.MODEL_ALIAS} (pid {server.pid}, log {server.log_path}); "
+        f"Ctrl-C stops it{hint}",
+        err=True,
+    )
+    sys.stdout.flush()
 
 
 def _default_log(port: int) -> Path:

@@ -10,7 +10,7 @@ import click
 from tickloop.cli.chat_render import time_step_label, tool_line
 from tickloop.harness import DEFAULT_SESSIONS_DIR
 from tickloop.harness.catalog import list_sessions, load_session
-from tickloop.harness.session import Terminal, Turn
+from tickloop.harness.session import Terminal, ToolRound, Turn
 from tickloop.inert import inert
 from tickloop.protocol.envelope import is_time_step
 
@@ -50,26 +50,34 @@ def show(session_id: str, sessions_dir: Path) -> None:
     """Print a session's transcript; plugin time steps are marked with ⏱."""
     session = load_session(sessions_dir, session_id)
     for turn in session.turns:
-        message = turn.input
-        if is_time_step(message):
-            head = time_step_label(message.text, message.meta.get("step", "?"), message.meta.get("of", "?"))
-        else:
-            who = "you" if message.source.kind == "user" else inert(str(message.source), keep_newlines=False)
-            head = f"{who}> {_block(message.text, len(f'[{turn.number}] {who}> '))}"
-        click.echo(f"[{turn.number}] {head}")
+        click.echo(f"[{turn.number}] {_input_head(turn)}")
         for rnd in turn.rounds:
-            if rnd.text:
-                click.echo(f"    assistant> {rnd.text}")
-            for call in rnd.calls:
-                result = rnd.result_of(call.id)
-                line = tool_line(result) if result is not None else f"⚙ {call.name}: no result recorded"
-                click.echo(f"    {line}")
-                if result is not None and result.status == "unknown":
-                    click.echo("      outcome unknown: it may or may not have taken effect; never re-run")
+            _show_round(rnd)
         if turn.reply is not None:
             click.echo(f"    assistant> {_block(turn.reply.text, len('    assistant> '))}")
         click.echo(f"    -- {_terminal_text(turn.terminal)}")
     _server_logs(session.turns)
+
+
+def _input_head(turn: Turn) -> str:
+    """A turn's input: a time step's ⏱ label, or who wrote it and the text."""
+    message = turn.input
+    if is_time_step(message):
+        return time_step_label(message.text, message.meta.get("step", "?"), message.meta.get("of", "?"))
+    who = "you" if message.source.kind == "user" else inert(str(message.source), keep_newlines=False)
+    return f"{who}> {_block(message.text, len(f'[{turn.number}] {who}> '))}"
+
+
+def _show_round(rnd: ToolRound) -> None:
+    """A tool round: the text before its calls, then each call's line; an unknown outcome is named."""
+    if rnd.text:
+        click.echo(f"    assistant> {rnd.text}")
+    for call in rnd.calls:
+        result = rnd.result_of(call.id)
+        line = tool_line(result) if result is not None else f"⚙ {call.name}: no result recorded"
+        click.echo(f"    {line}")
+        if result is not None and result.status == "unknown":
+            click.echo("      outcome unknown: it may or may not have taken effect; never re-run")
 
 
 def _server_logs(turns: Sequence[Turn]) -> None:

@@ -23,6 +23,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from typing import NoReturn
 
 from tickloop.clock import Clock
 from tickloop.errors import ModelError, TickloopError
@@ -198,10 +199,7 @@ class Agent:
             plugin.dispose()
         while self.turn_active and self._failure is None:
             await self._changed.wait()
-        if self._worker is not None and not self._worker.done():  # a dead worker was reported already
-            self._worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._worker
+        await self._stop_worker()
         try:
             await self.toolbox.aclose()
             await self.model.aclose()
@@ -209,6 +207,12 @@ class Agent:
             if self.durability is not None:
                 await self.durability.aclose()
             self.session.close()
+
+    async def _stop_worker(self) -> None:
+        if self._worker is not None and not self._worker.done():  # a dead worker was reported already
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
 
     # -- input ---------------------------------------------------------------------------------
 
@@ -228,6 +232,11 @@ class Agent:
             return refused
         message = Message(role="user", content=(*self._attached, text), source=USER_SOURCE)
         self._attached.clear()
+        self._show_plugins(message)
+        self.enqueue(message)
+        return None
+
+    def _show_plugins(self, message: Message) -> None:
         for plugin in self.plugins:
             # Optional hook: a plugin reacts to a person's message before it queues (e.g. the tick
             # plugin cancels a pending time step at once rather than when its timer comes due).
@@ -237,8 +246,6 @@ class Agent:
                     hook(message)
                 except Exception as exc:  # noqa: BLE001  (one broken plugin must not drop the message)
                     self.emit(Notice(f"plugin {plugin.name} failed on a message: {exc!r}", error=True))
-        self.enqueue(message)
-        return None
 
     def attach(self, text: str) -> None:
         """Insert ``text`` before the person's next message (``/mcp read``, ``/mcp prompt``): it is
@@ -314,11 +321,12 @@ class Agent:
         await self._settle()  # the terminal is durable before any plugin schedules on it
         self._stream = None
         self.emit(TurnEnded(terminal))
+        self._after_turn(answered=status is TerminalStatus.COMPLETED)
+
+    def _after_turn(self, *, answered: bool) -> None:
         ended = self.session.turns[-1]
-        self._tools_watch.turn_ended(
-            answered=status is TerminalStatus.COMPLETED, calls=ended.call_counts()[0]
-        )
-        self._observe(self.session.turns[-1])
+        self._tools_watch.turn_ended(answered=answered, calls=ended.call_counts()[0])
+        self._observe(ended)
         self.notify_changed()
 
     async def _consume(self, number: int, chunks: list[str]) -> Usage | None:
@@ -337,14 +345,18 @@ class Agent:
             self.session.begin_tool_round(text, calls)
             await self._settle()  # the calls are durable before any of them runs
             if rounds > self.max_rounds:
-                for call in calls:
-                    self.session.add_tool_result(skipped_result(call, self.max_rounds))
-                raise ToolRoundsExceededError(
-                    f"the model asked for tools again after {self.max_rounds} tool rounds, the cap per "
-                    "turn ([tools] maxRounds); its last calls were not run"
-                )
+                self._refuse_round(calls)
             for call in calls:
                 await self._run_call(number, call)
+
+    def _refuse_round(self, calls: tuple[ToolCall, ...]) -> NoReturn:
+        """One round past ``max_rounds``: its calls are recorded as skipped and the turn fails."""
+        for call in calls:
+            self.session.add_tool_result(skipped_result(call, self.max_rounds))
+        raise ToolRoundsExceededError(
+            f"the model asked for tools again after {self.max_rounds} tool rounds, the cap per "
+            "turn ([tools] maxRounds); its last calls were not run"
+        )
 
     async def _run_call(self, number: int, call: ToolCall) -> None:
         self._running_call = call

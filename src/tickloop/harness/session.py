@@ -342,15 +342,8 @@ def replay(session: Session, path: Path, records: list[dict[str, Any]]) -> None:
 
 def _replay_one(session: Session, rec: Mapping[str, Any]) -> None:
     kind, number = rec["type"], rec["turn"]
-    if kind == "message" and rec["role"] == "assistant":
-        turn = session._require_open()
-        session.turns[-1] = replace(turn, reply=_message_from(rec))
-    elif kind == "message":
-        if session.open_turn is not None or number != len(session.turns) + 1:
-            raise ValueError(f"turn {number} starts out of order")
-        message = _message_from(rec)
-        session.turns.append(Turn(number=number, input=message))
-        session._apply_message(message)
+    if kind == "message":
+        _replay_message(session, rec, number)
     elif kind == "terminal":
         turn = session._require_open()
         session._apply_terminal(turn, _terminal_from(rec))
@@ -360,27 +353,44 @@ def _replay_one(session: Session, rec: Mapping[str, Any]) -> None:
         rnd = ToolRound(number=int(rec["round"]), text=str(rec.get("text", "")), calls=calls)
         session.turns[-1] = replace(turn, rounds=(*turn.rounds, rnd), tools_offered=True)
     elif kind == "tool_result":
-        turn = session._require_open()
-        if not turn.rounds:
-            raise ValueError("a tool_result before any tool_calls")
-        rnd = turn.rounds[-1]
-        call = next((c for c in rnd.calls if c.id == rec["id"]), None)
-        if call is None or rnd.result_of(call.id) is not None:
-            raise ValueError(
-                f"a tool_result for call {rec['id']!r}, which its round did not make or already answered"
-            )
-        result = CallResult(
-            call=call,
-            status=CallStatus(rec["status"]),
-            text=str(rec["result"]),
-            duration_ms=int(rec["durationMs"]),
-            sha256=str(rec["resultSha256"]),
-            chars=int(rec["resultChars"]),
-        )
-        done = replace(rnd, results=(*rnd.results, result))
-        session.turns[-1] = replace(turn, rounds=(*turn.rounds[:-1], done))
+        _replay_tool_result(session, rec)
     else:
         raise ValueError(f"unknown record type {kind!r}")
+
+
+def _replay_message(session: Session, rec: Mapping[str, Any], number: Any) -> None:
+    """An assistant message is the open turn's reply; any other message opens the next turn."""
+    if rec["role"] == "assistant":
+        turn = session._require_open()
+        session.turns[-1] = replace(turn, reply=_message_from(rec))
+        return
+    if session.open_turn is not None or number != len(session.turns) + 1:
+        raise ValueError(f"turn {number} starts out of order")
+    message = _message_from(rec)
+    session.turns.append(Turn(number=number, input=message))
+    session._apply_message(message)
+
+
+def _replay_tool_result(session: Session, rec: Mapping[str, Any]) -> None:
+    turn = session._require_open()
+    if not turn.rounds:
+        raise ValueError("a tool_result before any tool_calls")
+    rnd = turn.rounds[-1]
+    call = next((c for c in rnd.calls if c.id == rec["id"]), None)
+    if call is None or rnd.result_of(call.id) is not None:
+        raise ValueError(
+            f"a tool_result for call {rec['id']!r}, which its round did not make or already answered"
+        )
+    result = CallResult(
+        call=call,
+        status=CallStatus(rec["status"]),
+        text=str(rec["result"]),
+        duration_ms=int(rec["durationMs"]),
+        sha256=str(rec["resultSha256"]),
+        chars=int(rec["resultChars"]),
+    )
+    done = replace(rnd, results=(*rnd.results, result))
+    session.turns[-1] = replace(turn, rounds=(*turn.rounds[:-1], done))
 
 
 def _recover_open_turn(session: Session) -> None:

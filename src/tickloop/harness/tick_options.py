@@ -30,16 +30,7 @@ class TickOptions:
     @classmethod
     def from_settings(cls, settings: TickSettings, *, cwd: Path | None = None) -> TickOptions:
         """Compile the policies and check ``defaultPolicy`` names one of them."""
-        try:
-            policies = PolicySet(settings.policies)
-        except PolicyError as exc:
-            raise ConfigError(f"tick plugin option policies: {exc.message} [{exc.rule}]") from None
-        if settings.default_policy not in policies:
-            known = ", ".join(sorted(policies))
-            raise ConfigError(
-                f"tick plugin option defaultPolicy: unknown policy {settings.default_policy!r} "
-                f"(known: {known})"
-            )
+        policies = _policies(settings)
         audit_dir = Path(settings.audit_dir).expanduser()
         return cls(
             default_ticks=settings.default_ticks,
@@ -60,3 +51,17 @@ class TickOptions:
         except msgspec.ValidationError as exc:
             raise ConfigError(f"tick plugin option: {exc}") from None
         return cls.from_settings(settings, cwd=cwd)
+
+
+def _policies(settings: TickSettings) -> PolicySet:
+    """The compiled policies; ``ConfigError`` if one is invalid or ``defaultPolicy`` names none of them."""
+    try:
+        policies = PolicySet(settings.policies)
+    except PolicyError as exc:
+        raise ConfigError(f"tick plugin option policies: {exc.message} [{exc.rule}]") from None
+    if settings.default_policy not in policies:
+        known = ", ".join(sorted(policies))
+        raise ConfigError(
+            f"tick plugin option defaultPolicy: unknown policy {settings.default_policy!r} (known: {known})"
+        )
+    return policies

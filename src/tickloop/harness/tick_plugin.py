@@ -23,7 +23,7 @@ from tickloop.clock import utc_iso
 from tickloop.errors import ConfigError, TickCommandError
 from tickloop.harness.commands import CommandResult
 from tickloop.harness.plugin import PluginHost
-from tickloop.harness.session import Turn
+from tickloop.harness.session import Terminal, Turn
 from tickloop.harness.tick_ledger import RECOVER_ORPHANED_RUN, LedgerSink, orphaned_run
 from tickloop.harness.tick_options import TickOptions
 from tickloop.harness.timers import LoopTimers, TimerHandle, Timers
@@ -40,7 +40,8 @@ from tickloop.protocol.ledger import (  # the rule ids live with the verifier's 
     RecordType,
     record,
 )
-from tickloop.protocol.predicates import Decision, Next, TerminalStatus, admit, next_step
+from tickloop.protocol.policy import CompiledPolicy
+from tickloop.protocol.predicates import Decision, Next, SessionView, TerminalStatus, admit, next_step
 from tickloop.protocol.run import Run, RunState
 
 #: A model that reports no usage is charged this estimate instead (and the stop record says so).
@@ -70,11 +71,15 @@ class TickPlugin:
         self._timer: TimerHandle | None = None
         self._token: Hashable = None  #: the agent state when the pending step was scheduled
         self._due: datetime | None = None
+        self._last: str | None = None  #: one line about the most recent closed run, for /tick status
+        self._reset_counters()
+
+    def _reset_counters(self) -> None:
+        """The current run's counters, zero when a run is armed."""
         self._enqueued = 0  #: steps of the current run enqueued so far
         #: a person's message queued while the run waited for a turn: the next step is cancelled as
         #: soon as it is scheduled (that message goes first, so the state will have changed)
         self._person_queued = False
-        self._last: str | None = None  #: one line about the most recent closed run, for /tick status
         self._spent = 0  #: tokens the current run's steps used (reported, or estimated when not)
         self._estimated = False  #: some of ``_spent`` is an estimate: the model reported no usage
 
@@ -112,31 +117,37 @@ class TickPlugin:
         if run is None or turn.terminal is None:
             return
         if run.state is RunState.ENQUEUED:
-            if turn.input.meta.get("runId") != run.run_id or turn.input.meta.get("step") != self._enqueued:
-                self._close(RecordType.LOOP_STOPPED, STOP_INCONSISTENT, RunState.STOPPED)
-                return
-            terminal = turn.terminal
-            self._write_run(
-                RecordType.TICK_TERMINAL,
-                step=self._enqueued,
-                status=str(terminal.status),
-                **terminal.usage_fields(),
-                **terminal.tool_fields(),
-                **turn.content_fields(),
-            )
-            if self._over_budget(turn):
-                self._close(
-                    RecordType.LOOP_STOPPED,
-                    STOP_TOKEN_BUDGET,
-                    RunState.STOPPED,
-                    tokens=self._spent,
-                    usageEstimated=self._estimated,
-                )
-                return
-            self._advance()
+            self._step_ended(run, turn, turn.terminal)
         elif run.state is RunState.WAITING:
             self._advance()
         # SCHEDULED: the timer re-checks the whole state when it fires and cancels on any change.
+
+    def _step_ended(self, run: Run, turn: Turn, terminal: Terminal) -> None:
+        """The enqueued step's turn ended: record it, then stop (not that step; over budget) or go on."""
+        if turn.input.meta.get("runId") != run.run_id or turn.input.meta.get("step") != self._enqueued:
+            self._close(RecordType.LOOP_STOPPED, STOP_INCONSISTENT, RunState.STOPPED)
+            return
+        self._write_run(
+            RecordType.TICK_TERMINAL,
+            step=self._enqueued,
+            status=str(terminal.status),
+            **terminal.usage_fields(),
+            **terminal.tool_fields(),
+            **turn.content_fields(),
+        )
+        if self._over_budget(turn):
+            self._stop_over_budget()
+            return
+        self._advance()
+
+    def _stop_over_budget(self) -> None:
+        self._close(
+            RecordType.LOOP_STOPPED,
+            STOP_TOKEN_BUDGET,
+            RunState.STOPPED,
+            tokens=self._spent,
+            usageEstimated=self._estimated,
+        )
 
     def _over_budget(self, turn: Turn) -> bool:
         """Charge the step's tokens to the run; True once the run has spent more than its budget.
@@ -226,28 +237,27 @@ class TickPlugin:
         if not decision.allowed:
             message = _admit_message(decision.rule, view.latest_terminal, resume=command.resume)
             return self._reject(decision.rule, message)
-        policy = self.options.policies[command.policy_id]
-        run = Run(
-            run_id=uuid.uuid4().hex,
-            policy=policy,
-            start_count=view.time_steps,
-            target_count=view.time_steps + command.count,
-            resume_allowed=command.resume,
+        run = self._begin(command, view, decision.rule)
+        host.changed()
+        self._advance()
+        return CommandResult(
+            f"run {run.run_id} armed: {command.count} time step(s) with policy {run.policy.id}"
         )
-        self._run, self._enqueued, self._person_queued = run, 0, False
-        self._spent, self._estimated = 0, False
+
+    def _begin(self, command: TickStart, view: SessionView, rule: str) -> Run:
+        """A new run, its counters at zero and its ``loop_armed`` record written."""
+        run = self._run = _new_run(command, view, self.options.policies[command.policy_id])
+        self._reset_counters()
         first = next_step(run, view)  # recorded here so a run that starts by waiting says so
         self._write_run(
             RecordType.LOOP_ARMED,
             requested=command.count,
             resume=command.resume,
-            resumeBoundary=True if decision.rule == "admit.resume_boundary" else None,
-            rule=decision.rule,
+            resumeBoundary=True if rule == "admit.resume_boundary" else None,
+            rule=rule,
             next=first.rule,
         )
-        host.changed()
-        self._advance()
-        return CommandResult(f"run {run.run_id} armed: {command.count} time step(s) with policy {policy.id}")
+        return run
 
     # -- the run -----------------------------------------------------------------------------------
 
@@ -433,4 +443,15 @@ def _admit_message(rule: str, latest: TerminalStatus | None, *, resume: bool) ->
     return (
         f"the latest turn ended {latest}{crossed}. Send the model a message: once that turn completes, "
         "/tick can start"
+    )
+
+
+def _new_run(command: TickStart, view: SessionView, policy: CompiledPolicy) -> Run:
+    """A run of ``command.count`` time steps counted from the session's time steps so far."""
+    return Run(
+        run_id=uuid.uuid4().hex,
+        policy=policy,
+        start_count=view.time_steps,
+        target_count=view.time_steps + command.count,
+        resume_allowed=command.resume,
     )

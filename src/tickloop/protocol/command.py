@@ -15,7 +15,7 @@ any order; each may appear once.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -74,7 +74,11 @@ def parse_tick(
         return _parse_control(args)
     count, policy_id, resume = _parse_start_args(args)
     count = default_count if count is None else count
-    policy_id = default_policy if policy_id is None else policy_id
+    policy_id = _known_policy(default_policy if policy_id is None else policy_id, known_policies)
+    return TickStart(count=count, policy_id=policy_id, resume=resume)
+
+
+def _known_policy(policy_id: str, known_policies: Collection[str]) -> str:
     if policy_id not in known_policies:
         known = ", ".join(sorted(known_policies))
         raise TickCommandError(
@@ -82,7 +86,7 @@ def parse_tick(
             rule="command.unknown_policy",
             token=policy_id,
         )
-    return TickStart(count=count, policy_id=policy_id, resume=resume)
+    return policy_id
 
 
 def _parse_control(args: list[str]) -> TickControl:
@@ -101,47 +105,60 @@ def _parse_start_args(args: list[str]) -> tuple[int | None, str | None, bool]:
     policy_id: str | None = None
     resume = False
     seen: set[str] = set()
-    i = 0
-    while i < len(args):
-        token = args[i]
+    rest = iter(args)
+    for token in rest:
         name, _, inline = token.partition("=")
         if name in ("--policy", "--resume"):
-            if name in seen:
-                raise TickCommandError(
-                    f"option {name} given twice", rule="command.duplicate_option", token=token
-                )
-            seen.add(name)
+            _once(seen, name, token)
         if name == "--resume":
-            if inline or token != name:
-                raise TickCommandError(
-                    f"--resume takes no value: {token!r}", rule="command.option_takes_no_value", token=token
-                )
-            resume = True
+            resume = _resume_flag(token)
         elif name == "--policy":
-            if token == name:
-                i += 1
-                if i >= len(args):
-                    raise TickCommandError(
-                        "--policy needs a policy id", rule="command.missing_value", token=token
-                    )
-                inline = args[i]
-            policy_id = _policy_id(inline)
+            policy_id = _policy_id(inline if token != name else _option_value(rest, token))
         elif token.startswith("--") or (token.startswith("-") and not _INTEGER.fullmatch(token)):
-            raise TickCommandError(
-                f"unknown option {token!r} (options: --policy ID, --resume)",
-                rule="command.unknown_option",
-                token=token,
-            )
-        elif count is None:
-            count = _count(token)
+            raise _unknown_option(token)
         else:
-            raise TickCommandError(
-                f"unexpected argument {token!r}: /tick takes at most one count",
-                rule="command.extra_argument",
-                token=token,
-            )
-        i += 1
+            count = _only_count(count, token)
     return count, policy_id, resume
+
+
+def _unknown_option(token: str) -> TickCommandError:
+    return TickCommandError(
+        f"unknown option {token!r} (options: --policy ID, --resume)",
+        rule="command.unknown_option",
+        token=token,
+    )
+
+
+def _once(seen: set[str], name: str, token: str) -> None:
+    if name in seen:
+        raise TickCommandError(f"option {name} given twice", rule="command.duplicate_option", token=token)
+    seen.add(name)
+
+
+def _resume_flag(token: str) -> bool:
+    if "=" in token:  # --resume=...
+        raise TickCommandError(
+            f"--resume takes no value: {token!r}", rule="command.option_takes_no_value", token=token
+        )
+    return True
+
+
+def _option_value(rest: Iterator[str], token: str) -> str:
+    """The token after ``--policy``, which is its value."""
+    value = next(rest, None)
+    if value is None:
+        raise TickCommandError("--policy needs a policy id", rule="command.missing_value", token=token)
+    return value
+
+
+def _only_count(count: int | None, token: str) -> int:
+    if count is not None:
+        raise TickCommandError(
+            f"unexpected argument {token!r}: /tick takes at most one count",
+            rule="command.extra_argument",
+            token=token,
+        )
+    return _count(token)
 
 
 def _policy_id(value: str) -> str:

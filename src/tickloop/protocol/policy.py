@@ -52,19 +52,23 @@ def compile_policy(policy_id: object, text: object) -> CompiledPolicy:
             f"{MAX_POLICY_ID_CHARS} ASCII letters, digits, '.', '_' or '-'",
             rule="policy.id_invalid",
         )
+    encoded = _policy_text(policy_id, text)
+    return CompiledPolicy(
+        id=policy_id,
+        time_step_text=encoded.decode("utf-8"),
+        time_step_bytes=len(encoded),
+        time_step_sha256=hashlib.sha256(encoded).hexdigest(),
+    )
+
+
+def _policy_text(policy_id: str, text: object) -> bytes:
+    """The UTF-8 bytes of a policy's text, or ``PolicyError`` if it is not a string, blank or too long."""
     if not isinstance(text, str):
         raise PolicyError(
             f"policy {policy_id!r}: the text must be a string, got {type(text).__name__}",
             rule="policy.text_not_string",
         )
-    try:
-        encoded = text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise PolicyError(
-            f"policy {policy_id!r}: the text is not well-formed Unicode "
-            f"(lone surrogate at index {exc.start})",
-            rule="policy.text_not_unicode",
-        ) from None
+    encoded = _utf8(policy_id, text)
     if not text.strip():
         raise PolicyError(f"policy {policy_id!r}: the text is blank", rule="policy.text_blank")
     if len(encoded) > MAX_POLICY_TEXT_BYTES:
@@ -73,12 +77,18 @@ def compile_policy(policy_id: object, text: object) -> CompiledPolicy:
             f"the limit is {MAX_POLICY_TEXT_BYTES}",
             rule="policy.text_too_long",
         )
-    return CompiledPolicy(
-        id=policy_id,
-        time_step_text=text,
-        time_step_bytes=len(encoded),
-        time_step_sha256=hashlib.sha256(encoded).hexdigest(),
-    )
+    return encoded
+
+
+def _utf8(policy_id: str, text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise PolicyError(
+            f"policy {policy_id!r}: the text is not well-formed Unicode "
+            f"(lone surrogate at index {exc.start})",
+            rule="policy.text_not_unicode",
+        ) from None
 
 
 class PolicySet(Mapping[str, CompiledPolicy]):

@@ -120,29 +120,38 @@ def open_toolbox(settings: ToolsSettings) -> Toolbox:
     ``Toolbox.start``, which the agent awaits when it starts)."""
     providers: list[ToolProvider] = []
     if "workspace" in settings.enabled:
-        from tickloop.harness.tools.workspace import WorkspaceOptions, WorkspaceTools  # noqa: PLC0415
-
-        root = Path(settings.workspace.root).expanduser()
-        try:
-            providers.append(WorkspaceTools(WorkspaceOptions(root, overwrite=settings.workspace.overwrite)))
-        except ToolError as exc:
-            raise ConfigError(str(exc)) from None
+        providers.append(_workspace_provider(settings.workspace))
     if settings.mcp:
-        from tickloop.harness.tools.mcp import McpProvider, McpServerOptions  # noqa: PLC0415
-
-        providers.extend(
-            McpProvider(
-                McpServerOptions(
-                    name=name,
-                    command=tuple(s.command),
-                    url=s.url,
-                    token_env=s.token_env,
-                    env=s.env,
-                    start_timeout_s=s.start_timeout_s,
-                    call_timeout_s=s.call_timeout_s,
-                    root=Path(settings.workspace.root).expanduser(),
-                )
-            )
-            for name, s in sorted(settings.mcp.items())
-        )
+        providers.extend(_mcp_providers(settings))
     return Toolbox(providers, result_cap=settings.max_result_chars)
+
+
+def _workspace_provider(workspace: WorkspaceToolSettings) -> ToolProvider:
+    from tickloop.harness.tools.workspace import WorkspaceOptions, WorkspaceTools  # noqa: PLC0415
+
+    root = Path(workspace.root).expanduser()
+    try:
+        return WorkspaceTools(WorkspaceOptions(root, overwrite=workspace.overwrite))
+    except ToolError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _mcp_providers(settings: ToolsSettings) -> list[ToolProvider]:
+    """One provider per ``[tools.mcp.NAME]`` server, by name; each is rooted at the workspace root."""
+    from tickloop.harness.tools.mcp import McpProvider, McpServerOptions  # noqa: PLC0415
+
+    return [
+        McpProvider(
+            McpServerOptions(
+                name=name,
+                command=tuple(s.command),
+                url=s.url,
+                token_env=s.token_env,
+                env=s.env,
+                start_timeout_s=s.start_timeout_s,
+                call_timeout_s=s.call_timeout_s,
+                root=Path(settings.workspace.root).expanduser(),
+            )
+        )
+        for name, s in sorted(settings.mcp.items())
+    ]

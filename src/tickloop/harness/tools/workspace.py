@@ -51,6 +51,41 @@ def _schema(properties: dict[str, Any], required: Sequence[str]) -> dict[str, An
     return {**schema, "additionalProperties": False}
 
 
+def _list_dir_spec() -> ToolSpec:
+    props = {"path": _path_arg("path", "directory, relative to the workspace root")}
+    doc = "List the entries of a directory in the workspace (default: its root)."
+    return ToolSpec("list_dir", doc, _schema(props, ()))
+
+
+def _read_file_spec() -> ToolSpec:
+    props = {"path": _path_arg("path", "file, relative to the workspace root")}
+    doc = f"Read a text file in the workspace (at most {MAX_READ_BYTES} bytes are returned)."
+    return ToolSpec("read_file", doc, _schema(props, ("path",)))
+
+
+def _search_files_spec() -> ToolSpec:
+    props = {
+        "text": {"type": "string", "minLength": 1, "maxLength": 200},
+        "path": _path_arg("path", "directory to search, relative to the workspace root"),
+    }
+    doc = f"Find lines containing a text in the workspace's files (at most {MAX_MATCHES} matches)."
+    return ToolSpec("search_files", doc, _schema(props, ("text",)))
+
+
+def _write_file_spec(*, overwrite: bool) -> ToolSpec:
+    props = {"path": _path_arg("path", "file, relative to the workspace root"), "content": {"type": "string"}}
+    rule = "replaces an existing file" if overwrite else "refuses to replace an existing file"
+    return ToolSpec(
+        "write_file", f"Create a text file in the workspace; {rule}.", _schema(props, ("path", "content"))
+    )
+
+
+def _append_note_spec() -> ToolSpec:
+    props = {"text": {"type": "string", "minLength": 1, "maxLength": MAX_NOTE_BYTES}}
+    doc = f"Append a note (one paragraph) to {NOTES_FILE} in the workspace."
+    return ToolSpec("append_note", doc, _schema(props, ("text",)))
+
+
 class WorkspaceTools:
     """The workspace toolset as a ``ToolProvider``."""
 
@@ -76,54 +111,14 @@ class WorkspaceTools:
     # -- the tools ---------------------------------------------------------------------------------
 
     def _build(self) -> list[Tool]:
-        write_rule = "replaces an existing file" if self.overwrite else "refuses to replace an existing file"
-        table: list[tuple[str, str, dict[str, Any], Sequence[str], Callable[[Mapping[str, Any]], str]]] = [
-            (
-                "list_dir",
-                "List the entries of a directory in the workspace (default: its root).",
-                {"path": _path_arg("path", "directory, relative to the workspace root")},
-                (),
-                self.list_dir,
-            ),
-            (
-                "read_file",
-                f"Read a text file in the workspace (at most {MAX_READ_BYTES} bytes are returned).",
-                {"path": _path_arg("path", "file, relative to the workspace root")},
-                ("path",),
-                self.read_file,
-            ),
-            (
-                "search_files",
-                f"Find lines containing a text in the workspace's files (at most {MAX_MATCHES} matches).",
-                {
-                    "text": {"type": "string", "minLength": 1, "maxLength": 200},
-                    "path": _path_arg("path", "directory to search, relative to the workspace root"),
-                },
-                ("text",),
-                self.search_files,
-            ),
-            (
-                "write_file",
-                f"Create a text file in the workspace; {write_rule}.",
-                {
-                    "path": _path_arg("path", "file, relative to the workspace root"),
-                    "content": {"type": "string"},
-                },
-                ("path", "content"),
-                self.write_file,
-            ),
-            (
-                "append_note",
-                f"Append a note (one paragraph) to {NOTES_FILE} in the workspace.",
-                {"text": {"type": "string", "minLength": 1, "maxLength": MAX_NOTE_BYTES}},
-                ("text",),
-                self.append_note,
-            ),
+        specs = [
+            (_list_dir_spec(), self.list_dir),
+            (_read_file_spec(), self.read_file),
+            (_search_files_spec(), self.search_files),
+            (_write_file_spec(overwrite=self.overwrite), self.write_file),
+            (_append_note_spec(), self.append_note),
         ]
-        return [
-            FunctionTool(ToolSpec(name, doc, _schema(props, required)), _threaded(function))
-            for name, doc, props, required, function in table
-        ]
+        return [FunctionTool(spec, _threaded(function)) for spec, function in specs]
 
     def _resolve(self, raw: object, where: str) -> Path:
         if raw in (None, "", "."):
@@ -199,20 +194,20 @@ class WorkspaceTools:
         return out
 
     def write_file(self, args: Mapping[str, Any]) -> str:
-        content = args.get("content")
-        if not isinstance(content, str):
-            raise ToolError("write_file: content must be a string")
-        data = content.encode("utf-8")
-        if len(data) > MAX_WRITE_BYTES:
-            raise ToolError(f"write_file: content is {len(data)} bytes; the cap is {MAX_WRITE_BYTES}")
+        data = _write_content(args.get("content"))
         target = self._resolve(args.get("path"), "write_file.path")
         if target == self.root:
             raise ToolError("write_file: path must name a file")
         target.parent.mkdir(parents=True, exist_ok=True)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_TRUNC if self.overwrite else os.O_EXCL)
         rel = self._relative(target)
+        with os.fdopen(self._open_for_write(target, rel), "wb") as handle:
+            handle.write(data)
+        return f"wrote {len(data)} bytes to {rel}"
+
+    def _open_for_write(self, target: Path, rel: str) -> int:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_TRUNC if self.overwrite else os.O_EXCL)
         try:
-            fd = os.open(target, flags, 0o644)
+            return os.open(target, flags, 0o644)
         except FileExistsError:
             raise ToolError(
                 f"write_file: {rel} exists; tickloop creates files only ([tools.workspace] overwrite = true "
@@ -220,9 +215,6 @@ class WorkspaceTools:
             ) from None
         except OSError as exc:
             raise ToolError(f"write_file: cannot write {rel}: {_reason(exc)}") from None
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        return f"wrote {len(data)} bytes to {rel}"
 
     def append_note(self, args: Mapping[str, Any]) -> str:
         text = args.get("text")
@@ -239,6 +231,15 @@ class WorkspaceTools:
         with os.fdopen(fd, "ab") as handle:
             handle.write(data)
         return f"appended {len(data)} bytes to {NOTES_FILE}"
+
+
+def _write_content(content: object) -> bytes:
+    if not isinstance(content, str):
+        raise ToolError("write_file: content must be a string")
+    data = content.encode("utf-8")
+    if len(data) > MAX_WRITE_BYTES:
+        raise ToolError(f"write_file: content is {len(data)} bytes; the cap is {MAX_WRITE_BYTES}")
+    return data
 
 
 def _threaded(function: Callable[[Mapping[str, Any]], str]) -> Callable[[Mapping[str, Any]], Any]:
