@@ -10,7 +10,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.inspect_view import inspect_view
 
 from tickloop.config import load_settings
 from tickloop.experiment.inspect_log import export_inspect
@@ -272,24 +272,6 @@ def test_inspect_logs_leak_nothing_planted(tmp_path: Path, *, keep_text: bool) -
         assert re.search(r"\| text \(replaced by keyed digest and length\) \| [1-9]", report)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_http(url: str, child: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert child.poll() is None, "inspect view exited"
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except (urllib.error.URLError, OSError):
-            time.sleep(0.3)
-    raise AssertionError(f"{url} did not answer within {timeout} s")
-
-
 @pytest.mark.timeout(240)
 def test_inspect_view_shows_a_sample_transcript(run: Path, tmp_path: Path) -> None:
     """`inspect view` serves the exported directory and a headless Chromium shows one sample's
@@ -298,32 +280,19 @@ def test_inspect_view_shows_a_sample_transcript(run: Path, tmp_path: Path) -> No
 
     logs = tmp_path / "logs"
     export_inspect([run], logs)
-    port = _free_port()
-    env = {**os.environ, "HOME": str(tmp_path)}
-    child = subprocess.Popen(
-        [str(Path(sys.executable).parent / "inspect"), "view", "start", "--log-dir", str(logs),
-         "--host", "127.0.0.1", "--port", str(port)],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        _wait_http(f"http://127.0.0.1:{port}/", child)
-        name = next(p.name for p in sorted(logs.glob("*.eval")) if "long--workspace" in p.name)
-        cell = "offline/lister/long/workspace"
-        quote = urllib.parse.quote
-        url = f"http://127.0.0.1:{port}/#/logs/{quote(name, safe='')}/samples/sample/{quote(cell, safe='')}/1"
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
-            page = browser.new_page(viewport={"width": 1280, "height": 1000})
-            page.goto(url)
-            page.get_by_text("list_dir").first.wait_for(timeout=60_000)
-            text = page.inner_text("body")
-            page.screenshot(path=str(tmp_path / "sample.png"))
-            shot = Path(os.environ.get("SCREENSHOT_DIR", tmp_path)) / "inspect-sample.png"
-            page.screenshot(path=str(shot))
-            browser.close()
-    finally:
-        child.terminate()
-        child.wait(timeout=30)
+    name = next(p.name for p in sorted(logs.glob("*.eval")) if "long--workspace" in p.name)
+    cell = "offline/lister/long/workspace"
+    quote = urllib.parse.quote
+    with inspect_view(logs, tmp_path) as server, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        page.goto(f"{server}/#/logs/{quote(name, safe='')}/samples/sample/{quote(cell, safe='')}/1")
+        page.get_by_text("list_dir").first.wait_for(timeout=60_000)
+        text = page.inner_text("body")
+        page.screenshot(path=str(tmp_path / "sample.png"))
+        shot = Path(os.environ.get("SCREENSHOT_DIR", tmp_path)) / "inspect-sample.png"
+        page.screenshot(path=str(shot))
+        browser.close()
     assert f"{cell} (Epoch 1)" in text
     assert "[redacted:" in text
     assert text.count("USER") >= 4  # two opening lines and two time steps

@@ -5,10 +5,8 @@ check's verdict."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -18,6 +16,7 @@ from typing import Any
 import pytest
 from test_eval import BAD, GOOD, by_goal, cli_env, run
 from test_ticks_cli import tickloop
+from tests.inspect_view import inspect_view
 
 from tickloop.operator.eval.inspect_log import write_inspect
 from tickloop.operator.eval.scenarios import load_suite
@@ -135,24 +134,6 @@ def test_json_and_inspect_are_one_format_each(tmp_path: Path) -> None:
     assert "--json is --format json" in done.stderr
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_http(url: str, child: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert child.poll() is None, "inspect view exited"
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except (urllib.error.URLError, OSError):
-            time.sleep(0.3)
-    raise AssertionError(f"{url} did not answer within {timeout} s")
-
-
 @pytest.mark.timeout(240)
 def test_inspect_view_shows_the_prompt_the_answer_and_the_scores(tmp_path: Path) -> None:
     """`inspect view` serves the log and a headless Chromium shows a sample: the packet sent, the
@@ -163,32 +144,21 @@ def test_inspect_view_shows_the_prompt_the_answer_and_the_scores(tmp_path: Path)
     path = write_inspect(
         run(by_goal({scenario: bad})), load_suite(), "offline", repeat=1, out=tmp_path / "logs"
     )
-    port = _free_port()
-    child = subprocess.Popen(
-        [str(Path(sys.executable).parent / "inspect"), "view", "start", "--log-dir", str(path.parent),
-         "--host", "127.0.0.1", "--port", str(port)],
-        env={**os.environ, "HOME": str(tmp_path)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
     shots = Path(os.environ.get("SCREENSHOT_DIR", tmp_path))
     quote = urllib.parse.quote
-    base = f"http://127.0.0.1:{port}/#/logs/{quote(path.name, safe='')}"
-    try:
-        _wait_http(f"http://127.0.0.1:{port}/", child)
-        with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
-            page = browser.new_page(viewport={"width": 1280, "height": 1000})
-            page.goto(f"{base}/samples")
-            page.get_by_text("advance-plan-step").first.wait_for(timeout=60_000)
-            listing = page.inner_text("body")
-            page.screenshot(path=str(shots / "operator-eval-samples.png"))
-            page.goto(f"{base}/samples/sample/{scenario}/1")
-            page.get_by_text("CONTEXT PACKET").first.wait_for(timeout=60_000)
-            text = page.inner_text("body")
-            page.screenshot(path=str(shots / "operator-eval-sample.png"), full_page=True)
-            browser.close()
-    finally:
-        child.terminate()
-        child.wait(timeout=30)
+    with inspect_view(path.parent, tmp_path) as server, sync_playwright() as pw:
+        base = f"{server}/#/logs/{quote(path.name, safe='')}"
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        page.goto(f"{base}/samples")
+        page.get_by_text("advance-plan-step").first.wait_for(timeout=60_000)
+        listing = page.inner_text("body")
+        page.screenshot(path=str(shots / "operator-eval-samples.png"))
+        page.goto(f"{base}/samples/sample/{scenario}/1")
+        page.get_by_text("CONTEXT PACKET").first.wait_for(timeout=60_000)
+        text = page.inner_text("body")
+        page.screenshot(path=str(shots / "operator-eval-sample.png"), full_page=True)
+        browser.close()
     assert all(s.name in listing for s in load_suite())
     assert "Draft section 3.2 on sampling" in text  # the packet the tick sent
     assert "Soup." in text  # the model's answer
