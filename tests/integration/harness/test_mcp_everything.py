@@ -7,7 +7,8 @@ import asyncio
 import base64
 import json
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,25 @@ def chat(
         toolbox=open_toolbox(tools_settings(raw)),
         listeners=[seen.append],
     )
+
+
+@asynccontextmanager
+async def chatting(
+    tmp_path: Path,
+    fixtures: list[dict[str, Any]],
+    seen: list[AgentEvent],
+    raw: dict[str, Any] | None = None,
+    **model: Any,
+) -> AsyncIterator[tuple[Agent, aimock.Aimock]]:
+    """aimock answering ``fixtures``, and a started chat on it with server-everything's tools (or the
+    tools settings ``raw``); the chat is closed before aimock stops."""
+    with aimock.running(tmp_path, fixtures) as mock:
+        agent = chat(tmp_path, mock, everything() if raw is None else raw, seen, **model)
+        await agent.start()
+        try:
+            yield agent, mock
+        finally:
+            await agent.close()
 
 
 async def until(condition: Callable[[], bool]) -> None:
@@ -97,13 +117,8 @@ async def test_a_vision_model_gets_the_image_as_an_image_part_and_the_transcript
     tool messages); the transcript keeps only its type, size and sha256, which match the bytes
     sent; structuredContent valid for the outputSchema is what the model reads of the weather."""
     seen: list[AgentEvent] = []
-    with aimock.running(tmp_path, PICTURE) as mock:
-        agent = chat(tmp_path, mock, everything(), seen, vision=True)
-        await agent.start()
-        try:
-            await say(agent, "weather and a picture")
-        finally:
-            await agent.close()
+    async with chatting(tmp_path, PICTURE, seen, vision=True) as (agent, mock):
+        await say(agent, "weather and a picture")
         sent = mock.requests()[-1]["messages"]
     weather, image = records(tmp_path, "tool_result")
     assert json.loads(weather["result"]) == {
@@ -128,13 +143,8 @@ async def test_a_vision_model_gets_the_image_as_an_image_part_and_the_transcript
 async def test_a_model_without_vision_gets_the_placeholder_and_no_image(tmp_path: Path) -> None:
     """An endpoint without vision reads today's placeholder (type, size, sha256) and no image part."""
     seen: list[AgentEvent] = []
-    with aimock.running(tmp_path, PICTURE) as mock:
-        agent = chat(tmp_path, mock, everything(), seen)
-        await agent.start()
-        try:
-            await say(agent, "weather and a picture")
-        finally:
-            await agent.close()
+    async with chatting(tmp_path, PICTURE, seen) as (agent, mock):
+        await say(agent, "weather and a picture")
         sent = mock.requests()[-1]["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "tool", "tool"]
     assert re.search(
@@ -155,13 +165,8 @@ async def test_progress_reaches_the_chat_while_the_call_runs(tmp_path: Path) -> 
         },
     ]
     seen: list[AgentEvent] = []
-    with aimock.running(tmp_path, fixtures) as mock:
-        agent = chat(tmp_path, mock, everything(), seen)
-        await agent.start()
-        try:
-            await say(agent, "run it")
-        finally:
-            await agent.close()
+    async with chatting(tmp_path, fixtures, seen) as (agent, _):
+        await say(agent, "run it")
     progress = [e for e in seen if isinstance(e, ToolCallProgress)]
     ended = [i for i, e in enumerate(seen) if isinstance(e, ToolCallEnded)]
     assert [(e.progress, e.total) for e in progress] == [(1, 4), (2, 4), (3, 4), (4, 4)]
@@ -177,14 +182,12 @@ async def test_list_changed_offers_the_new_tool_and_the_root_is_the_workspace(tm
         {"match": {"userMessage": "roots?"}, "response": calls(("get-roots-list", {}))},
     ]
     seen: list[AgentEvent] = []
-    with aimock.running(tmp_path, fixtures) as mock:
-        agent = chat(tmp_path, mock, everything(workspace={"root": str(tmp_path)}), seen)
-        await agent.start()
-        try:
-            await until(lambda: "everything__get-roots-list" in {s.name for s in agent.toolbox.specs()})
-            await say(agent, "roots?")
-        finally:
-            await agent.close()
+    async with chatting(tmp_path, fixtures, seen, everything(workspace={"root": str(tmp_path)})) as (
+        agent,
+        mock,
+    ):
+        await until(lambda: "everything__get-roots-list" in {s.name for s in agent.toolbox.specs()})
+        await say(agent, "roots?")
         offered = [t["function"]["name"] for t in mock.requests()[0]["tools"]]
     assert "everything__get-roots-list" in offered
     (roots,) = records(tmp_path, "tool_result")
@@ -200,20 +203,15 @@ async def test_resources_and_prompts_are_inserted_by_the_person_and_reach_the_mo
     fixtures = [{"match": {"userMessage": "what do these say"}, "response": {"content": "they say things"}}]
     seen: list[AgentEvent] = []
     uri = "demo://resource/static/document/features.md"
-    with aimock.running(tmp_path, fixtures) as mock:
-        agent = chat(tmp_path, mock, everything(), seen)
-        await agent.start()
-        try:
-            agent.submit("/mcp resources")
-            agent.submit("/mcp prompts everything")
-            await until(lambda: sum(n.startswith(("resources:", "prompts:")) for n in notices(seen)) == 2)
-            agent.submit(f"/mcp read everything {uri}")
-            agent.submit("/mcp prompt everything args-prompt city=Paris")
-            await until(lambda: sum(n.startswith("inserted ") for n in notices(seen)) == 2)
-            before = mock.requests()
-            await say(agent, "what do these say")
-        finally:
-            await agent.close()
+    async with chatting(tmp_path, fixtures, seen) as (agent, mock):
+        agent.submit("/mcp resources")
+        agent.submit("/mcp prompts everything")
+        await until(lambda: sum(n.startswith(("resources:", "prompts:")) for n in notices(seen)) == 2)
+        agent.submit(f"/mcp read everything {uri}")
+        agent.submit("/mcp prompt everything args-prompt city=Paris")
+        await until(lambda: sum(n.startswith("inserted ") for n in notices(seen)) == 2)
+        before = mock.requests()
+        await say(agent, "what do these say")
         sent = mock.requests()
     listing = "\n".join(notices(seen))
     assert uri in listing
@@ -233,20 +231,15 @@ async def test_resources_and_prompts_are_inserted_by_the_person_and_reach_the_mo
 async def test_mcp_commands_refuse_bad_lines_at_once(tmp_path: Path) -> None:
     """A wrong /mcp line is refused when typed, naming what was wrong, and nothing is inserted."""
     seen: list[AgentEvent] = []
-    with aimock.running(tmp_path, []) as mock:
-        agent = chat(tmp_path, mock, everything(), seen)
-        await agent.start()
-        try:
-            refusals = [
-                agent.submit("/mcp read nowhere demo://x"),
-                agent.submit("/mcp read everything"),
-                agent.submit("/mcp prompt everything args-prompt Paris"),
-                agent.submit('/mcp read everything "unclosed'),
-                agent.submit("/mcp frobnicate"),
-            ]
-            cleared = agent.submit("/mcp clear")
-        finally:
-            await agent.close()
+    async with chatting(tmp_path, [], seen) as (agent, _):
+        refusals = [
+            agent.submit("/mcp read nowhere demo://x"),
+            agent.submit("/mcp read everything"),
+            agent.submit("/mcp prompt everything args-prompt Paris"),
+            agent.submit('/mcp read everything "unclosed'),
+            agent.submit("/mcp frobnicate"),
+        ]
+        cleared = agent.submit("/mcp clear")
     texts = [r.text for r in refusals if r is not None and not r.ok]
     assert len(texts) == 5
     assert "no MCP server named 'nowhere'; the servers are: everything" in texts[0]
