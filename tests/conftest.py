@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -96,3 +97,14 @@ def pg_url(pg_server: str) -> Iterator[str]:
     schema, url = create_schema(pg_server)
     yield url
     drop_schema(pg_server, schema)
+
+
+@pytest.fixture
+def machine_in_new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The machine's own timezone is not UTC (a server set up in local time), so a time that must be
+    UTC cannot come out right by accident."""
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()

@@ -4,8 +4,6 @@ strictly beats its cost, and a quiet-hours hold ends in the caller's timezone, w
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -40,16 +38,6 @@ def test_a_clarifying_question_whose_value_only_equals_its_cost_is_not_asked() -
         blocking=True,
         underspecified=True,
     )
-
-
-@pytest.fixture
-def machine_in_new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The machine's own timezone is not UTC (a server set up in local time)."""
-    monkeypatch.setenv("TZ", "America/New_York")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 @pytest.mark.usefixtures("machine_in_new_york")

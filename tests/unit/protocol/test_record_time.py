@@ -4,8 +4,6 @@ pinned by no test: only naive datetimes were tried.)"""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
 import pytest
@@ -37,16 +35,6 @@ class NoOffset(tzinfo):
 def test_a_time_without_an_offset_is_refused(moment: datetime) -> None:
     with pytest.raises(LedgerError, match=r"^recordedAt must be a timezone-aware time$"):
         record(RecordType.LOOP_ARMED, recorded_at=moment, session_id="s")
-
-
-@pytest.fixture
-def machine_in_new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The machine's own timezone is not UTC, so "UTC" cannot come from the machine by accident."""
-    monkeypatch.setenv("TZ", "America/New_York")
-    time.tzset()
-    yield
-    monkeypatch.undo()
-    time.tzset()
 
 
 @pytest.mark.usefixtures("machine_in_new_york")
