@@ -56,7 +56,8 @@ ResponseFormat = Literal["json_schema", "json_object_schema", "json_object", "no
 #: llama-server answers). Why ``json_object_schema`` there: driven through the fast tick, SmolLM2-135M
 #: on llama-server wrote a valid intent in 20 of 20 ticks with it and in 13 of 20 with
 #: ``json_schema`` (whose long string bounds it filled until ``maxTokens`` cut the answer off);
-#: ``grammar_schema`` caps every string at 96 characters, so each closes in time.
+#: ``grammar_schema`` caps every string at 96 characters, so each closes in time. With the bounded
+#: schemas, ``operator eval`` there: 52 of 54 answers valid with it, 49 of 54 with ``json_schema``.
 FormatChoice = ResponseFormat | Literal["auto"]
 
 #: sent as the bearer token when an endpoint needs no key (llama.cpp, Ollama). Passing ``None``
