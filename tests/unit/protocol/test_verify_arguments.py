@@ -7,10 +7,11 @@ nor did a policy id that is a string but not a valid id, or its rule.
 
 from __future__ import annotations
 
+import pytest
 from test_verify_table import ARMED, R, build, rec
 
-from tickloop.protocol.ledger import NEXT_TARGET_REACHED, canonical, decode
-from tickloop.protocol.verify import verify
+from tickloop.protocol.ledger import MAX_POLICY_BYTES, NEXT_TARGET_REACHED, canonical, decode
+from tickloop.protocol.verify import iso_ms, verify
 
 #: a run of one completed step, closed
 CLEAN = [
@@ -54,12 +55,19 @@ def test_only_the_first_max_reported_violations_are_kept_and_all_are_counted() -
     assert capped.violations == everything.violations[:2]
 
 
-def test_a_policy_id_that_is_not_an_id_is_a_bad_field_naming_it() -> None:
-    lines = [(n, canonical({**decode(raw), "policyId": "9lives"})) for n, raw in build(CLEAN)]
-    report = verify(lines)
-    first = report.violations[0]
-    assert (first.line, first.rule, first.message) == (
-        1,
-        "verify.bad_field",
-        "policyId '9lives' is not a policy id",
-    )
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("policyId", "9lives", "policyId '9lives' is not a policy id"),
+        ("timeStepSha256", "AB" * 32, "timeStepSha256 must be 64 lowercase hex digits"),
+        ("timeStepBytes", 0, f"timeStepBytes 0 is not in 1..{MAX_POLICY_BYTES}"),
+    ],
+)
+def test_a_malformed_policy_field_is_a_bad_field_naming_it(field: str, value: object, said: str) -> None:
+    lines = [(n, canonical({**decode(raw), field: value})) for n, raw in build(CLEAN)]
+    first = verify(lines).violations[0]
+    assert (first.line, first.rule, first.message) == (1, "verify.bad_field", said)
+
+
+def test_times_are_written_to_the_millisecond_in_utc_with_a_z() -> None:
+    assert iso_ms(1_764_583_200_123) == "2025-12-01T10:00:00.123Z"
