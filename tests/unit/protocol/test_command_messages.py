@@ -26,6 +26,8 @@ def _parse(line: str) -> object:
     [
         ("/tock 3", "command.not_tick", "/tock 3", "not a /tick command: '/tock 3'"),
         ("", "command.not_tick", "", "not a /tick command: ''"),
+        ("/tock " + "x" * 50, "command.not_tick", "/tock " + "x" * 34,  # the first 40 characters
+         f"not a /tick command: '/tock {'x' * 34}'"),
         ("/tick x", "command.count_not_integer", "x",
          f"count 'x' is not an integer: write a whole number from 1 to 256 {DIGITS}"),
         ("/tick \uff13", "command.count_not_integer", "\uff13",  # a full-width 3: not an ASCII digit

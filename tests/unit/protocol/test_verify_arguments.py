@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from test_verify_table import ARMED, R, build, rec
 
-from tickloop.protocol.ledger import MAX_POLICY_BYTES, NEXT_TARGET_REACHED, canonical, decode
+from tickloop.protocol.ledger import MAX_POLICY_BYTES, NEXT_TARGET_REACHED, Seal, canonical, decode
 from tickloop.protocol.verify import iso_ms, verify
 
 #: a run of one completed step, closed
@@ -71,3 +71,10 @@ def test_a_malformed_policy_field_is_a_bad_field_naming_it(field: str, value: ob
 
 def test_times_are_written_to_the_millisecond_in_utc_with_a_z() -> None:
     assert iso_ms(1_764_583_200_123) == "2025-12-01T10:00:00.123Z"
+
+
+def test_a_seal_given_to_verify_is_checked() -> None:
+    """A seal that does not match the file's lines is a violation: the seal reaches the checker."""
+    wrong = Seal(records=len(CLEAN), sha256="0" * 64)
+    assert verify(build(CLEAN)).ok
+    assert [v.rule for v in verify(build(CLEAN), seal=wrong).violations] == ["verify.seal_mismatch"]
