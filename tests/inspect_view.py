@@ -12,6 +12,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 
 @contextmanager
@@ -31,6 +32,20 @@ def inspect_view(log_dir: Path, home: Path) -> Iterator[str]:
     finally:
         child.terminate()
         child.wait(timeout=30)
+
+
+@contextmanager
+def inspect_page(log_dir: Path, home: Path) -> Iterator[tuple[str, Any]]:
+    """``inspect view`` serving ``log_dir`` and a headless Chromium page (1280 wide) to look at it:
+    (the viewer's base URL, the Playwright page)."""
+    from playwright.sync_api import sync_playwright  # noqa: PLC0415  (only the browser tests need it)
+
+    with inspect_view(log_dir, home) as server, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
+        try:
+            yield server, browser.new_page(viewport={"width": 1280, "height": 1000})
+        finally:
+            browser.close()
 
 
 def _free_port() -> int:

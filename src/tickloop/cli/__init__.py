@@ -43,25 +43,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _without_click(args: list[str]) -> int | None:
     """The exit code of a timer's command that runs without importing click, or None for the rest."""
-    if args[:2] == ["operator", "tick"]:
-        from tickloop.cli.startup import paused_gc  # noqa: PLC0415
+    if args[:2] not in (["operator", "tick"], ["operator", "monitor"]):
+        return None
+    from tickloop.cli.startup import paused_gc  # noqa: PLC0415  (only these paths pay for it)
 
+    if args[1] == "tick":
         with paused_gc():
-            from tickloop.cli import tick_once  # noqa: PLC0415  (only this path pays for it)
+            from tickloop.cli import tick_once  # noqa: PLC0415
 
         request = tick_once.parse(args[2:])
-        if request is not None:
-            return tick_once.run(request)
-    if args[:2] == ["operator", "monitor"]:
-        from tickloop.cli.startup import paused_gc  # noqa: PLC0415
+        return None if request is None else tick_once.run(request)
+    with paused_gc():
+        from tickloop.cli import monitor_once  # noqa: PLC0415  (the monitor's timer: no click either)
 
-        with paused_gc():
-            from tickloop.cli import monitor_once  # noqa: PLC0415  (the monitor's timer: no click either)
-
-        wanted = monitor_once.parse(args[2:])
-        if wanted is not None:
-            return monitor_once.run(wanted)
-    return None
+    wanted = monitor_once.parse(args[2:])
+    return None if wanted is None else monitor_once.run(wanted)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.inspect_view import inspect_view
+from tests.inspect_view import inspect_page
 
 from tickloop.config import load_settings
 from tickloop.experiment.inspect_log import export_inspect
@@ -276,23 +276,18 @@ def test_inspect_logs_leak_nothing_planted(tmp_path: Path, *, keep_text: bool) -
 def test_inspect_view_shows_a_sample_transcript(run: Path, tmp_path: Path) -> None:
     """`inspect view` serves the exported directory and a headless Chromium shows one sample's
     messages: the opening, the time steps and a tool call, with the text redacted."""
-    from playwright.sync_api import sync_playwright  # noqa: PLC0415
-
     logs = tmp_path / "logs"
     export_inspect([run], logs)
     name = next(p.name for p in sorted(logs.glob("*.eval")) if "long--workspace" in p.name)
     cell = "offline/lister/long/workspace"
     quote = urllib.parse.quote
-    with inspect_view(logs, tmp_path) as server, sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    with inspect_page(logs, tmp_path) as (server, page):
         page.goto(f"{server}/#/logs/{quote(name, safe='')}/samples/sample/{quote(cell, safe='')}/1")
         page.get_by_text("list_dir").first.wait_for(timeout=60_000)
         text = page.inner_text("body")
         page.screenshot(path=str(tmp_path / "sample.png"))
         shot = Path(os.environ.get("SCREENSHOT_DIR", tmp_path)) / "inspect-sample.png"
         page.screenshot(path=str(shot))
-        browser.close()
     assert f"{cell} (Epoch 1)" in text
     assert "[redacted:" in text
     assert text.count("USER") >= 4  # two opening lines and two time steps

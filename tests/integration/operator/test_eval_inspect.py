@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from test_eval import BAD, GOOD, by_goal, cli_env, run
 from test_ticks_cli import tickloop
-from tests.inspect_view import inspect_view
+from tests.inspect_view import inspect_page
 
 from tickloop.operator.eval.inspect_log import write_inspect
 from tickloop.operator.eval.scenarios import load_suite
@@ -138,18 +138,14 @@ def test_json_and_inspect_are_one_format_each(tmp_path: Path) -> None:
 def test_inspect_view_shows_the_prompt_the_answer_and_the_scores(tmp_path: Path) -> None:
     """`inspect view` serves the log and a headless Chromium shows a sample: the packet sent, the
     model's answer and each check's score."""
-    from playwright.sync_api import sync_playwright  # noqa: PLC0415
-
     scenario, bad = BAD["names a board task"]
     path = write_inspect(
         run(by_goal({scenario: bad})), load_suite(), "offline", repeat=1, out=tmp_path / "logs"
     )
     shots = Path(os.environ.get("SCREENSHOT_DIR", tmp_path))
     quote = urllib.parse.quote
-    with inspect_view(path.parent, tmp_path) as server, sync_playwright() as pw:
+    with inspect_page(path.parent, tmp_path) as (server, page):
         base = f"{server}/#/logs/{quote(path.name, safe='')}"
-        browser = pw.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1280, "height": 1000})
         page.goto(f"{base}/samples")
         page.get_by_text("advance-plan-step").first.wait_for(timeout=60_000)
         listing = page.inner_text("body")
@@ -158,7 +154,6 @@ def test_inspect_view_shows_the_prompt_the_answer_and_the_scores(tmp_path: Path)
         page.get_by_text("CONTEXT PACKET").first.wait_for(timeout=60_000)
         text = page.inner_text("body")
         page.screenshot(path=str(shots / "operator-eval-sample.png"), full_page=True)
-        browser.close()
     assert all(s.name in listing for s in load_suite())
     assert "Draft section 3.2 on sampling" in text  # the packet the tick sent
     assert "Soup." in text  # the model's answer

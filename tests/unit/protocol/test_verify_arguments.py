@@ -11,6 +11,7 @@ import pytest
 from test_verify_table import ARMED, R, build, rec
 
 from tickloop.protocol.ledger import MAX_POLICY_BYTES, NEXT_TARGET_REACHED, Seal, canonical, decode
+from tickloop.protocol.report import VerifyReport
 from tickloop.protocol.verify import iso_ms, verify
 
 #: a run of one completed step, closed
@@ -23,8 +24,8 @@ CLEAN = [
 ]
 
 
-def _rules(report: object) -> list[tuple[int, str]]:
-    return [(v.line, v.rule) for v in report.violations]  # type: ignore[attr-defined]
+def _rules(report: VerifyReport) -> list[tuple[int, str]]:
+    return [(v.line, v.rule) for v in report.violations]
 
 
 def test_the_clean_ledger_of_these_tests_verifies() -> None:
