@@ -6,6 +6,9 @@
    1,000,000 progress rows with 100 / 10,000 / 100,000 intents (50 of them waiting), loaded with bulk
    inserts. Target ratio <= 2, and flat from the smallest size to the largest. Each line shows the
    median ratio over rounds with its min-max.
+   On SQLite also in instructions (callgrind, when valgrind is installed): a child process makes N
+   page requests, another N raw reads, a third only the set-up, which is subtracted from both. The
+   count does not depend on the other load of a shared machine, as the wall-clock ratio does.
 2. **SSE latency.** A real uvicorn server with the default poll (1 s); a client on ``/events``; the
    time from a store write (a progress row, as a tick writes) to the ``change`` event arriving.
    Target <= 2 s; reported as median, p90 and min-max over the samples.
@@ -15,7 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import http.client
+import os
+import shutil
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +31,7 @@ from statistics import median
 from typing import Any
 
 from bench._util import percentile
+from bench.bench_startup import _instructions
 from bench.bench_store import _analyze, _database
 from bench.store_load import seed_intents, seed_progress
 from tickloop.config import Settings
@@ -134,13 +141,36 @@ def _renders(backend: str, url: str, *, quick: bool) -> None:
             have_rows, have_intents = rows, intents
             _analyze(url)
             took = time.perf_counter() - loaded
-            ratios = asyncio.run(_ratios(store, app, cookie, rounds=rounds, repeat=repeat))
+            ratios = asyncio.run(_ratios(board.reads, app, cookie, rounds=rounds, repeat=repeat))
             for name, values in ratios.items():
                 print(
                     f"{backend}: {name:<9} {rows:>9,} rows {intents:>7,} intents  render/raw "
                     f"{median(values):5.2f} (min {min(values):.2f} max {max(values):.2f})  target <= 2"
                     f"   [loaded in {took:.1f}s]"
                 )
+            if backend == "sqlite" and rows == sizes[0][0]:
+                _render_instructions(url, quick=quick)
+
+
+def _render_instructions(url: str, *, quick: bool) -> None:
+    """Page / raw in instructions, each page's N requests against N raw reads in fresh processes."""
+    if shutil.which("valgrind") is None:
+        print("sqlite: render/raw in instructions: valgrind is not installed, not measured")
+        return
+    n = 10 if quick else 40
+    child = [sys.executable, "-m", "bench._web_child"]
+    for page in ("overview", "approvals"):
+        env = dict(os.environ)
+        setup = _instructions([*child, "page", page, "0", url], env)
+        counts = {
+            m: _instructions([*child, m, page, str(n), url], dict(os.environ)) - setup
+            for m in ("page", "raw")
+        }
+        print(
+            f"sqlite: {page:<9} render/raw in instructions {counts['page'] / counts['raw']:5.2f} "
+            f"({counts['page'] / n / 1e6:.2f} M against {counts['raw'] / n / 1e6:.2f} M per request, "
+            f"{n} each, callgrind)  target <= 2"
+        )
 
 
 async def _hammer(port: int, path: str, cookie: str, *, connections: int, seconds: float) -> float:

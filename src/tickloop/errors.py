@@ -11,6 +11,7 @@
      +-- StoreError           the operator store: unreachable, malformed URL, bad migration
      |    +-- NotFoundError   a row that does not exist (in this profile)
      |    +-- ConflictError   a compare-and-set that lost, or a rule that forbids the change
+     |    +-- StoreBusyError  the store did not answer in time (locked, or past a read's deadline)
      +-- ModelError           a model provider failed or answered something unusable
      +-- ValidationError      untrusted input (model output, mail, CLI text) failed validation
      +-- HandlerError         a side-effect handler refused its request; nothing was done
@@ -73,6 +74,10 @@ class NotFoundError(StoreError):
 
 class ConflictError(StoreError):
     """The row changed underneath this operation, or a rule forbids the change."""
+
+
+class StoreBusyError(StoreError):
+    """The store did not answer in time: another process held it, or a read ran past its deadline."""
 
 
 class ModelError(TickloopError):

@@ -38,7 +38,10 @@ class Dashboard(Guards):
 
     def __init__(self, store: Store, config: WebConfig) -> None:
         super().__init__(config)
-        self.store = store
+        self.store = store  #: where decisions are written (in a worker thread: a write may wait)
+        reader = store.loop_reader(config.store_timeout_s)
+        self.reads = reader or store  #: what the pages read (on the event loop, when it allows)
+        self.reads_inline = reader is not None
         #: the newest fingerprint per profile set, shared by every open event stream
         self._marks: dict[tuple[str, ...], tuple[float, tuple[str, dict[str, int]]]] = {}
         self._marks_lock = asyncio.Lock()
@@ -47,32 +50,43 @@ class Dashboard(Guards):
 
     # -- reading -------------------------------------------------------------------------------------
 
-    def profile_of(self, request: Request, *, read: bool = True) -> str:
-        """The path's profile, if this server shows it; NotFoundError otherwise (blocking). With
-        ``read=False`` the store is not asked: the page's own read refuses an unknown profile."""
+    def profile_of(self, request: Request, store: Store | None = None) -> str:
+        """The path's profile, if this server shows it; NotFoundError otherwise (blocking). With a
+        ``store``, that store must have it too; without, the page's own read refuses an unknown one."""
         name = str(request.path_params["profile"])
         scope = self.config.profiles
         if scope is not None and name not in scope:
             raise NotFoundError(f"profile {name!r} is not shown by this dashboard")
-        if read:
-            self.store.get_profile(name)
+        if store is not None:
+            store.get_profile(name)
         return name
 
     def profiles(self) -> list[str]:
         if self.config.profiles is not None:
             return list(self.config.profiles)
-        return [p.name for p in self.store.list_profiles()]
+        return [p.name for p in self.reads.list_profiles()]
 
     async def show(
-        self, request: Request, session: Session, name: str, nav: str, read: Reader, *, checks: bool = False
+        self,
+        request: Request,
+        session: Session,
+        name: str,
+        nav: str,
+        read: Reader,
+        *,
+        checks: bool = False,
+        files: bool = False,
     ) -> Response:
-        """Read and render one page in ONE trip to a worker thread (store reads block; so does Jinja).
-        ``checks``: the page's read refuses an unknown profile itself, so no separate read asks."""
+        """Read and render one page in one go: on the event loop for store reads that may run there
+        (``Guards.read``), in ONE trip to a worker thread for file reads (``files``). ``checks``: the
+        page's read refuses an unknown profile itself, so no separate read asks."""
+
+        listed = await self.read(self.profiles) if files else None  # the reader stays on the loop
 
         def work() -> Response:
-            shown = self.profiles()
+            shown = self.profiles() if listed is None else listed
             if "profile" in request.path_params:
-                profile: str | None = self.profile_of(request, read=not checks)
+                profile: str | None = self.profile_of(request, None if checks else self.reads)
             else:  # a page of no profile (sessions) keeps the nav of the one profile shown
                 profile = shown[0] if len(shown) == 1 else None
             context = read(profile or "")
@@ -90,7 +104,7 @@ class Dashboard(Guards):
                 **context,
             )
 
-        response: Response = await self.read(work)
+        response: Response = await (self.work(work) if files else self.read(work))
         return response
 
     # -- pages ---------------------------------------------------------------------------------------
@@ -103,7 +117,7 @@ class Dashboard(Guards):
         settings = self.config.settings
 
         def read(_: str) -> dict[str, Any]:
-            return {"views": [pages.overview_page(self.store, p, settings, now=now) for p in profiles]}
+            return {"views": [pages.overview_page(self.reads, p, settings, now=now) for p in profiles]}
 
         return await self.show(request, session, "home.html", "home", read)
 
@@ -111,7 +125,7 @@ class Dashboard(Guards):
         now = self.config.clock()
 
         def read(profile: str) -> dict[str, Any]:
-            view = pages.overview_page(self.store, profile, self.config.settings, now=now)
+            view = pages.overview_page(self.reads, profile, self.config.settings, now=now)
             return {"view": view, "waiting": view.waiting}
 
         return await self.show(request, session, "overview.html", "overview", read, checks=True)
@@ -122,7 +136,7 @@ class Dashboard(Guards):
 
         def read(profile: str) -> dict[str, Any]:
             view = proposals.approvals_page(
-                self.store, profile, after=after, decided=None if decided is None else _number(decided)
+                self.reads, profile, after=after, decided=None if decided is None else _number(decided)
             )
             return {"view": view, "waiting": view.total}
 
@@ -141,11 +155,11 @@ class Dashboard(Guards):
         now = self.config.clock()
 
         def work() -> str:
-            profile = self.profile_of(request)
+            profile = self.profile_of(request, self.store)
             proposals.decide(self.store, profile, intent_id, approve=choice == "approve", note=note, now=now)
             return profile
 
-        profile = await self.read(work)
+        profile = await self.work(work)
         return RedirectResponse(
             f"/p/{quote(profile, safe='')}/approvals?decided={intent_id}", status_code=303
         )
@@ -163,12 +177,12 @@ class Dashboard(Guards):
         note, now = fields.get("note", "").strip()[:2000], self.config.clock()
 
         def work() -> str:
-            profile = self.profile_of(request)
+            profile = self.profile_of(request, self.store)
             reconcile_intent(self.store, profile, intent_id, kind, by=proposals.decider(), note=note, now=now)
             return profile
 
         try:
-            profile = await self.read(work)
+            profile = await self.work(work)
         except ValidationError as exc:
             return self.problem(request, 400, exc.message)
         return RedirectResponse(f"/p/{quote(profile, safe='')}/intents/{intent_id}", status_code=303)
@@ -179,7 +193,7 @@ class Dashboard(Guards):
             session,
             "board.html",
             "board",
-            lambda profile: {"view": pages.board_page(self.store, profile)},
+            lambda profile: {"view": pages.board_page(self.reads, profile)},
         )
 
     async def timeline(self, request: Request, session: Session) -> Response:
@@ -188,7 +202,7 @@ class Dashboard(Guards):
 
         def read(profile: str) -> dict[str, Any]:
             view = pages.timeline_page(
-                self.store, profile, now=now, kind=q.get("kind", ""), outcome=q.get("outcome", "")
+                self.reads, profile, now=now, kind=q.get("kind", ""), outcome=q.get("outcome", "")
             )
             return {"view": view}
 
@@ -199,7 +213,7 @@ class Dashboard(Guards):
 
         def read(profile: str) -> dict[str, Any]:
             view = pages.intents_page(
-                self.store,
+                self.reads,
                 profile,
                 status=q.get("status", ""),
                 action_type=q.get("type", ""),
@@ -217,14 +231,14 @@ class Dashboard(Guards):
             session,
             "intent.html",
             "intents",
-            lambda profile: {"view": proposals.intent_page(self.store, profile, intent_id)},
+            lambda profile: {"view": proposals.intent_page(self.reads, profile, intent_id)},
         )
 
     async def attention(self, request: Request, session: Session) -> Response:
         now = self.config.clock()
 
         def read(profile: str) -> dict[str, Any]:
-            return {"view": pages.attention_page(self.store, profile, self.config.settings, now=now)}
+            return {"view": pages.attention_page(self.reads, profile, self.config.settings, now=now)}
 
         return await self.show(request, session, "attention.html", "attention", read)
 
@@ -236,6 +250,7 @@ class Dashboard(Guards):
             "sessions.html",
             "sessions",
             lambda _: {"view": pages.sessions_page(config.sessions_dir, config.audit_dir)},
+            files=True,
         )
 
     async def session_show(self, request: Request, session: Session) -> Response:
@@ -250,7 +265,7 @@ class Dashboard(Guards):
             except TickloopError as exc:
                 raise NotFoundError(exc.message) from None
 
-        return await self.show(request, session, "session.html", "sessions", read)
+        return await self.show(request, session, "session.html", "sessions", read, files=True)
 
     # -- live updates --------------------------------------------------------------------------------
 
@@ -261,7 +276,7 @@ class Dashboard(Guards):
             cached = self._marks.get(key)
             if cached is not None and time.monotonic() - cached[0] < self.config.poll_s / 2:
                 return cached[1]
-            value: tuple[str, dict[str, int]] = await self.read(pages.fingerprint, self.store, profiles)
+            value: tuple[str, dict[str, int]] = await self.read(pages.fingerprint, self.reads, profiles)
             self._marks[key] = (time.monotonic(), value)
             return value
 

@@ -24,8 +24,9 @@ CARDS_KEPT = 512
 
 
 def card_key(item: Waiting, csrf: str, pq: str) -> Hashable:
-    """Everything the card shows or links to: the intent's version, its label, its plan step and the
-    observations recorded with it, the profile in its links and the CSRF token in its form."""
+    """Everything the card shows or links to: the intent's version (its title, recipient and payload,
+    and so its label, never change once it is staged), its plan step and the observations recorded
+    with it, the profile in its links and the CSRF token in its form."""
     i, step = item.intent, item.step
     return (
         pq,
@@ -33,7 +34,6 @@ def card_key(item: Waiting, csrf: str, pq: str) -> Hashable:
         i.id,
         i.updated_at,
         i.status,
-        item.label,
         None if step is None else (step.id, step.title, step.status),
         tuple(o.id for o in item.fed_by),
     )

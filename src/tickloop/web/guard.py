@@ -34,7 +34,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tickloop.config import Settings
-from tickloop.errors import ConflictError, NotFoundError, ValidationError
+from tickloop.errors import ConflictError, NotFoundError, StoreBusyError, ValidationError
 from tickloop.inert import inert
 from tickloop.web.auth import RateLimit, Session, Sessions, TokenStore, csrf_ok
 from tickloop.web.fragments import CardCache
@@ -130,10 +130,22 @@ class Guards:
         self.limit = RateLimit()
         self.env = _environment()
         self.env.globals["approval_cards"] = CardCache(self.env)
+        self.reads_inline = False  #: ``read`` runs on the event loop (the store gave a loop reader)
 
     async def read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run a blocking store call off the event loop, for at most ``store_timeout_s``: past it the
-        call is abandoned (its thread finishes on its own) and ``StoreSlow`` says so."""
+        """A page's store reads. On the event loop when the store gave a loop reader (SQLite: a read
+        takes well under a millisecond, a trip to a thread as long again), bounded by the reader's own
+        deadline; else in a worker thread, as ``work``. Either way ``StoreSlow`` past the timeout."""
+        if not self.reads_inline:
+            return await self.work(fn, *args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except StoreBusyError:
+            raise StoreSlow(self.config.store_timeout_s) from None
+
+    async def work(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run blocking work (a write, a file read) off the event loop, for at most ``store_timeout_s``:
+        past it the call is abandoned (its thread finishes on its own) and ``StoreSlow`` says so."""
         try:
             with anyio.fail_after(self.config.store_timeout_s):
                 return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs), abandon_on_cancel=True)
@@ -288,7 +300,7 @@ class Guards:
         now = self.config.clock()
         client = request.client.host if request.client else "?"
         token = fields.get("token", "").strip()
-        if token and await self.read(self.tokens.consume, token, now=now):
+        if token and await self.work(self.tokens.consume, token, now=now):
             return self.logged_in(request, fields, now=now)
         wait = self.limit.blocked(client, now=now)
         self.limit.failed(client, now=now)

@@ -91,8 +91,16 @@ class Waiting:
     intent: Intent
     step: PlanStep | None
     fed_by: list[Observation]
-    label: str
-    proposal: Proposal
+
+    # Worked out when a card is rendered, not when it is read: a card already rendered (fragments.py)
+    # shows neither again, and an intent's title, recipient and payload never change once staged.
+    @property
+    def label(self) -> str:
+        return label(self.intent)
+
+    @property
+    def proposal(self) -> Proposal:
+        return proposal(self.intent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,13 +148,7 @@ def waiting_cards(store: Store, profile: str, intents: list[Intent]) -> list[Wai
     wanted = [set(fed_ids(i)) for i in intents]
     found = store.observations_by_id(profile, sorted(set().union(*wanted)))  # oldest first
     return [
-        Waiting(
-            intent,
-            steps.get(_int(intent.payload.get("step_id"))),
-            [o for o in found if o.id in ids],
-            label(intent),
-            proposal(intent),
-        )
+        Waiting(intent, steps.get(_int(intent.payload.get("step_id"))), [o for o in found if o.id in ids])
         for intent, ids in zip(intents, wanted, strict=True)
     ]
 

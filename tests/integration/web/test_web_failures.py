@@ -135,7 +135,9 @@ def test_a_locked_store_says_not_recorded_within_seconds_and_the_retry_records_o
     tmp_path: Path, sqlite_url: str, sink: MailSink
 ) -> None:
     """SQLite held by another process: the decision answers 503 "Not recorded — try again" in about
-    3 s (not a bare 500 after 30); once the lock goes, the same POST records it, and again is safe."""
+    3 s (not a bare 500 after 30); meanwhile the pages still show (reads never wait for a writer,
+    not even for the abandoned decision still waiting for the lock); once the lock goes, the same
+    POST records it, and again is safe."""
     world, intent_id = staged_world(tmp_path, sqlite_url, sink)
     with dashboard(world) as web, logged_in(web) as (client, csrf):
         form = {"csrf": csrf, "decision": "approve", "note": "yes"}
@@ -145,6 +147,11 @@ def test_a_locked_store_says_not_recorded_within_seconds_and_the_retry_records_o
             started = time.monotonic()
             answer = client.post(f"/p/{P}/intents/{intent_id}/decide", data=form)
             took = time.monotonic() - started
+            started = time.monotonic()
+            page = client.get(f"/p/{P}/approvals")
+            assert page.status_code == 200, page.text[:300]
+            assert f"Approve #{intent_id}" in page.text
+            assert time.monotonic() - started < 2
         finally:
             holder.execute("ROLLBACK")
             holder.close()

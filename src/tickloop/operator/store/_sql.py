@@ -101,15 +101,19 @@ class Tx:
         try:
             cursor: Cursor = self._conn.execute(self._queries[query], bound)
         except Exception as exc:
-            error = self._translate(exc, params)
-            if error is None:
-                raise
-            raise error from exc
+            raise self._translated(exc, params) from exc
         return cursor
+
+    def _translated(self, exc: Exception, params: Mapping[str, Any]) -> Exception:
+        return self._translate(exc, params) or exc
 
     def rows(self, query: str, /, **params: Any) -> list[Row]:
         """All rows of the query (RETURNING rows for a write)."""
-        return list(self._execute(query, params).fetchall())
+        cursor = self._execute(query, params)
+        try:  # a statement can also fail while it steps (a read interrupted at its deadline)
+            return list(cursor.fetchall())
+        except Exception as exc:
+            raise self._translated(exc, params) from exc
 
     def one(self, query: str, /, **params: Any) -> Row | None:
         """The first row, or None."""

@@ -64,6 +64,17 @@ class Store(
     def close(self) -> None:
         """Release connections. The store is unusable afterwards."""
 
+    def loop_reader(self, timeout_s: float) -> Store | None:
+        """A store to read from on an event loop, or None where reads must leave the loop.
+
+        Its reads never wait for this store's writes (a connection of its own) nor for another
+        process's write lock (SQLite's WAL), give up after ``timeout_s`` with ``StoreBusyError``, and
+        it refuses every write. Closed with this store. None, the default and PostgreSQL's answer: a
+        read is a round trip over the network, so a caller on an event loop runs it in a thread.
+        """
+        del timeout_s
+        return None
+
     def release_tick_lock(self, profile: str, tick_kind: str, *, owner: str) -> None:
         """For a signal handler about to exit without unwinding ``tick_lock``: free the lock now.
         A no-op default: PostgreSQL's advisory lock dies with its process."""

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tickloop.errors import ConflictError, NotFoundError, StoreError
+from tickloop.errors import ConflictError, NotFoundError, StoreBusyError, StoreError
 from tickloop.operator.store._rows import iso
 from tickloop.operator.store._sql import Tx, load_queries, migrations
 from tickloop.operator.store.sqlstore import SqlStore
@@ -42,6 +42,7 @@ class SQLiteStore(SqlStore):
         self._queries = load_queries("sqlite")
         # One connection per store; the lock keeps a threaded caller from interleaving transactions.
         self._lock = threading.RLock()
+        self._readers: list[SqlStore] = []  #: loop readers, closed with this store
         self._ensure_file(path, create=create)
         self._conn = self._connect(path)
         if migrate:
@@ -83,8 +84,17 @@ class SQLiteStore(SqlStore):
         return conn
 
     def close(self) -> None:
+        for reader in self._readers:
+            reader.close()
         with self._lock:
             self._conn.close()
+
+    def loop_reader(self, timeout_s: float) -> SqlStore | None:
+        from tickloop.operator.store.sqlite_reader import SQLiteLoopReader  # noqa: PLC0415
+
+        reader = SQLiteLoopReader(self.path, url=self.url, timeout_s=timeout_s)
+        self._readers.append(reader)
+        return reader
 
     def abandon_transaction(self) -> None:
         # The lock is re-entrant and the handler runs on the interrupted thread, so it already holds
@@ -104,7 +114,8 @@ class SQLiteStore(SqlStore):
             try:
                 self._begin_immediate() if begin == "BEGIN IMMEDIATE" else self._conn.execute(begin)
             except sqlite3.Error as exc:
-                raise StoreError(f"SQLite store {self.url}: cannot begin a transaction: {exc}") from None
+                why = f"SQLite store {self.url}: cannot begin a transaction: {exc}"
+                raise (StoreBusyError(why) if _busy(exc) else StoreError(why)) from None
             try:
                 yield Tx(self._conn, self._queries, iso, _translate)
             except BaseException:
@@ -321,8 +332,15 @@ def _translate(exc: Exception, params: Mapping[str, Any]) -> StoreError | None:
             )
         return ConflictError(f"the store refused the write: {exc}")
     if isinstance(exc, sqlite3.Error):
-        return StoreError(f"SQLite store: {exc}")
+        return (StoreBusyError if _busy(exc) else StoreError)(f"SQLite store: {exc}")
     return None
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    """Another connection held the store past the busy timeout, or a read ran past its deadline."""
+    return isinstance(exc, sqlite3.OperationalError) and any(
+        word in str(exc) for word in ("locked", "busy", "interrupted")
+    )
 
 
 class SQLiteMemoryStore(SQLiteStore):
@@ -355,6 +373,9 @@ class SQLiteMemoryStore(SQLiteStore):
 
     def _ensure_file(self, path: Path, *, create: bool) -> None:
         """No file: the database lives in this process only (a file named ``:memory:`` was once made)."""
+
+    def loop_reader(self, timeout_s: float) -> None:
+        """None: the database lives on this store's one connection, so reads take the lock too."""
 
     def _connect(self, path: Path) -> sqlite3.Connection:  # noqa: ARG002  (always a new :memory:)
         try:

@@ -1,0 +1,40 @@
+"""One dashboard process for ``bench_web``'s instruction counts: ``N`` requests of a page through the
+real ASGI app, or ``N`` calls of the raw reads that page needs, on a store the bench already seeded.
+
+    python -m bench._web_child page|raw overview|approvals N STORE_URL
+
+``N`` = 0 counts the set-up alone (imports, the store, the app, one warm request and one warm read),
+which the bench subtracts from both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from datetime import UTC, datetime
+
+from bench.bench_web import P, _approvals_raw, _config, _get, _overview_raw
+from tickloop.operator.store import open_store
+from tickloop.web.app import create_app
+
+PAGES = {"overview": (f"/p/{P}/", _overview_raw), "approvals": (f"/p/{P}/approvals", _approvals_raw)}
+
+
+def main(mode: str, page: str, n: int, url: str) -> None:
+    path, raw = PAGES[page]
+    with open_store(url, create=False) as store:
+        app, board = create_app(store, _config())
+        cookie = board.sessions.start(now=datetime.now(UTC)).id
+        loop = asyncio.new_event_loop()
+        assert loop.run_until_complete(_get(app, path, cookie)) == 200
+        raw(board.reads)
+        for _ in range(n):
+            if mode == "page":
+                loop.run_until_complete(_get(app, path, cookie))
+            else:
+                raw(board.reads)
+        loop.close()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4])
