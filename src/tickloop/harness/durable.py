@@ -21,7 +21,8 @@ order is unchanged; only the thread that waits for the disk is. A step costs thr
 (terminal, ledger, next input) instead of about eight on the event loop, and only the terminal's
 delays the next request. Concurrent settles
 of one file share one fsync (a group commit). ``fsync`` is per file, not per descriptor,
-so the pool fsyncs through a read-only descriptor of its own.
+so the pool fsyncs through a read-only descriptor of its own, and a ledger it settled is closed
+without another fsync.
 """
 
 from __future__ import annotations
