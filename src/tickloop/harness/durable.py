@@ -129,7 +129,8 @@ class FsyncPool:
         return Watched(path, self)
 
     def shutdown(self) -> None:
-        """Stop the threads once the jobs already submitted have run."""
+        """Stop the threads once the jobs already submitted have run (call it on the loop's thread:
+        their callers are told here)."""
         for _ in self._threads:
             self._jobs.put(None)
         for thread in self._threads:
