@@ -62,9 +62,17 @@ class ManifestWriter:
         self._watched = pool.watch(manifest.path)
 
     async def append(self, record: Mapping[str, Any]) -> None:
-        """Append one record; it is durable when this returns."""
+        """Append one record; it is durable when this returns (with every record written before it)."""
+        self.write(record)
+        await self._watched.settle()
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        """Append one record now; it is durable once an ``append`` or ``settle`` after it returns."""
         os.write(self._fd, _line(record))  # O_APPEND: whole lines, even with other shard processes
         self._watched.wrote()
+
+    async def settle(self) -> None:
+        """Every record written so far is durable when this returns."""
         await self._watched.settle()
 
     def close(self) -> None:

@@ -317,10 +317,33 @@ class Runner:
             yield plan, entry.attempts + 1
 
     async def _worker(self, queue: Iterator[tuple[SessionPlan, int]]) -> None:
+        """Run sessions one after another. A session's ``finished`` record is written as it ends and
+        made durable by the fsync of the next one's ``started`` (one fsync, not two, between two
+        sessions); the session is counted and reported once it is durable."""
+        ended: tuple[str, str] | None = None  #: the cell and status of this worker's last session
         for plan, attempt in queue:  # one shared iterator: each plan goes to exactly one worker
-            status = await self._session(plan, attempt)
+            await self._append(self._started_record(plan, attempt))  # before the session writes anything
+            self._count(ended)
+            ended = plan.cell.name, await self._session(plan, attempt)
+        assert self._writer is not None
+        await self._writer.settle()
+        self._count(ended)
+
+    def _count(self, ended: tuple[str, str] | None) -> None:
+        if ended is not None:
+            cell, status = ended
             self.statuses[status] = self.statuses.get(status, 0) + 1
-            self.progress.session_done(plan.cell.name, status)
+            self.progress.session_done(cell, status)
+
+    def _started_record(self, plan: SessionPlan, attempt: int) -> dict[str, Any]:
+        cell = plan.cell
+        return {
+            "key": plan.key, "sessionId": plan.session_id(self.spec.name, attempt), "event": "started",
+            "attempt": attempt, "cell": cell.name, "model": cell.model, "policy": cell.policy,
+            "opening": cell.opening, "tools": cell.tools,
+            "temperature": self._sent_temperature(cell.model, cell.temperature), "replicate": plan.replicate,
+            "pid": os.getpid(),
+        }  # fmt: skip
 
     def _model(self, name: str, temperature: float | None) -> _LimitedModel:
         """The session's view of its endpoint: one shared model (one connection pool) per endpoint
@@ -354,12 +377,6 @@ class Runner:
 
         spec, cell, session_id = self.spec, plan.cell, plan.session_id(self.spec.name, attempt)
         base = {"key": plan.key, "sessionId": session_id}
-        await self._append(
-            {**base, "event": "started", "attempt": attempt, "cell": cell.name, "model": cell.model,
-             "policy": cell.policy, "opening": cell.opening, "tools": cell.tools,
-             "temperature": self._sent_temperature(cell.model, cell.temperature), "replicate": plan.replicate,
-             "pid": os.getpid()}
-        )  # fmt: skip
         options = TickOptions(
             default_ticks=spec.steps,
             delay_ms=spec.delay_ms,
@@ -399,7 +416,8 @@ class Runner:
         status, rule = (
             ("crashed", None) if error else _ending(self.out / LEDGERS / session_file_name(session_id))
         )
-        await self._append(
+        assert self._writer is not None  # durable with the next session's started record (``_worker``)
+        self._writer.write(
             {**base, "event": "finished", "status": status, "endRule": rule, "error": error,
              "wallMs": _ms(time.monotonic() - meter.started), "steps": meter.steps,
              "stepsPlanned": spec.steps,

@@ -21,16 +21,19 @@ order is unchanged; only the thread that waits for the disk is. A step costs thr
 (terminal, ledger, next input) instead of about eight on the event loop, and only the terminal's
 delays the next request. Concurrent settles
 of one file share one fsync (a group commit). ``fsync`` is per file, not per descriptor,
-so the pool fsyncs through a read-only descriptor of its own.
+so the pool fsyncs through a read-only descriptor of its own, and a ledger it settled is closed
+without another fsync.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import threading
+from collections import deque
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from queue import SimpleQueue
 from typing import Any, TypeVar
 
 from tickloop.harness.jsonl import RecordLog
@@ -42,21 +45,98 @@ T = TypeVar("T")
 NEVER = 2**62
 
 
+class _Job:
+    """One blocking call for a worker thread, and what came of it."""
+
+    __slots__ = ("args", "done", "error", "fn", "result")
+
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], done: Callable[[_Job], None]) -> None:
+        self.fn, self.args, self.done = fn, args, done
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+
 class FsyncPool:
-    """Worker threads that wait for the disk, shared by every session of one process."""
+    """Worker threads that wait for the disk, shared by every session of one process.
+
+    Lean on purpose, since a step costs three fsyncs: a job is a plain object on a ``SimpleQueue``,
+    and a finished job goes on a deque that the event loop drains, woken once per batch (a worker
+    that finds a wake-up already pending adds its job to it), with no ``concurrent.futures`` future,
+    no task and no wake-up per fsync. Threads start as jobs need them, up to ``workers``."""
 
     def __init__(self, workers: int = 16) -> None:
-        self._executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tickloop-fsync")
+        self._workers = workers
+        self._jobs: SimpleQueue[_Job | None] = SimpleQueue()
+        self._finished: deque[_Job] = deque()
+        self._threads: list[threading.Thread] = []
+        self._open = 0  #: jobs submitted and not yet drained (read and written on the loop's thread)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake_pending = False
+
+    def submit(self, fn: Callable[..., Any], args: tuple[Any, ...], done: Callable[[_Job], None]) -> None:
+        """Run ``fn(*args)`` on a worker thread; ``done(job)`` is called on the event loop's thread."""
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif self._loop is not loop:
+            raise RuntimeError("an FsyncPool serves one event loop")
+        self._open += 1
+        if self._open > len(self._threads) and len(self._threads) < self._workers:
+            thread = threading.Thread(
+                target=self._work, name=f"tickloop-fsync-{len(self._threads)}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
+        self._jobs.put(_Job(fn, args, done))
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` on a worker thread (a blocking, durable write)."""
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        answer: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+
+        def done(job: _Job) -> None:
+            if not answer.done():  # the caller may have been cancelled meanwhile
+                if job.error is not None:
+                    answer.set_exception(job.error)
+                else:
+                    answer.set_result(job.result)
+
+        self.submit(fn, args, done)
+        return await answer
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            try:
+                job.result = job.fn(*job.args)
+            except BaseException as exc:  # noqa: BLE001  (handed to the caller on the loop's thread)
+                job.error = exc
+            self._finished.append(job)
+            # The loop's drain clears the flag before it empties the deque, so a job appended after
+            # it looked is never stranded: this worker then sees the flag clear and wakes it again.
+            if not self._wake_pending:
+                self._wake_pending = True
+                loop = self._loop
+                if loop is not None and not loop.is_closed():
+                    loop.call_soon_threadsafe(self._drain)
+
+    def _drain(self) -> None:
+        self._wake_pending = False
+        while self._finished:
+            job = self._finished.popleft()
+            self._open -= 1
+            job.done(job)
 
     def watch(self, path: Path) -> Watched:
         return Watched(path, self)
 
     def shutdown(self) -> None:
-        self._executor.shutdown(wait=True)
+        """Stop the threads once the jobs already submitted have run (call it on the loop's thread:
+        their callers are told here)."""
+        for _ in self._threads:
+            self._jobs.put(None)
+        for thread in self._threads:
+            thread.join()
+        self._threads.clear()
+        self._drain()  # jobs that finished after the loop's last drain: their callers are told
 
 
 class Watched:
@@ -66,7 +146,8 @@ class Watched:
         self.path, self._pool = path, pool
         self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         self.written, self.synced = 1, 0
-        self._inflight: asyncio.Future[None] | None = None
+        self._syncing = False  #: an fsync of this file is on a worker thread
+        self._waiters: list[asyncio.Future[None]] = []
 
     def wrote(self) -> None:
         """A line was written (not yet durable)."""
@@ -76,18 +157,31 @@ class Watched:
         """Return once every line written so far is durable. Settles that arrive while an fsync is
         in flight wait for it, then share the next one (a group commit)."""
         while self.synced < self.written:
-            if self._inflight is None:
-                self._inflight = asyncio.ensure_future(self._fsync(self.written))
-            await asyncio.shield(self._inflight)
+            self.start()
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter  # a waiter of its own: a cancelled settle cancels nobody else's
 
-    async def _fsync(self, target: int) -> None:
-        # The state changes inside the task, before it is done: a settle never finds a finished
-        # fsync still in flight (awaiting a done future does not yield, so that would spin).
-        try:
-            await self._pool.run(os.fsync, self._fd)
+    def start(self) -> None:
+        """Send an fsync of every line written so far to a worker, unless one is in flight."""
+        if not self._syncing and self.synced < self.written:
+            self._syncing = True
+            target = self.written
+            self._pool.submit(os.fsync, (self._fd,), lambda job: self._synced(job, target))
+
+    def _synced(self, job: _Job, target: int) -> None:
+        # The state changes before any waiter runs: a settle never finds a finished fsync still in
+        # flight (that would spin the event loop).
+        self._syncing = False
+        if job.error is None:
             self.synced = max(self.synced, target)
-        finally:
-            self._inflight = None
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                if job.error is not None:
+                    waiter.set_exception(job.error)
+                else:
+                    waiter.set_result(None)
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -101,7 +195,7 @@ class Durability:
     def __init__(self, pool: FsyncPool) -> None:
         self.pool = pool
         self._watched: list[Watched] = []
-        self._closers: list[Callable[[], None]] = []
+        self._ledgers: list[Any] = []
 
     def watch(self, path: Path) -> Watched:
         watched = self.pool.watch(path)
@@ -114,7 +208,7 @@ class Durability:
 
     def ledger(self, ledger: Any) -> DeferredLedger:
         """Wrap a ``LedgerFile`` opened with ``fsync_every=NEVER``: it is closed by ``aclose``."""
-        self._closers.append(ledger.close)
+        self._ledgers.append(ledger)
         return DeferredLedger(ledger, self.watch(ledger.path))
 
     @property
@@ -125,17 +219,19 @@ class Durability:
     async def settle(self) -> None:
         """Every line written so far to any of the agent's files is durable when this returns."""
         dirty = [w for w in self._watched if w.synced < w.written]  # most settles find nothing to do
-        if len(dirty) == 1:
-            await dirty[0].settle()
-        elif dirty:
-            await asyncio.gather(*(w.settle() for w in dirty))
+        for watched in dirty:  # the files' fsyncs run at once, side by side
+            watched.start()
+        for watched in dirty:
+            await watched.settle()
 
     async def aclose(self) -> None:
-        """Settle, then release the files (a ledger's close runs on a worker thread)."""
+        """Settle, then release the files. A ledger's records were just made durable through the
+        pool's own descriptor of it, so its close fsyncs nothing again (``LedgerFile.settled``)."""
         try:
             await self.settle()
-            for close in self._closers:
-                await self.pool.run(close)
+            for ledger in self._ledgers:
+                ledger.settled()
+                ledger.close()
         finally:
             for watched in self._watched:
                 watched.close()

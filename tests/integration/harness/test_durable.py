@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.disk_witness import DiskWitness
 
 from tickloop.audit.ledger import verify_file
 from tickloop.harness import TickOptions, TurnEnded, TurnStarted, open_chat_agent
@@ -22,37 +23,6 @@ from tickloop.models.offline import OfflineModel
 from tickloop.protocol.policy import PolicySet
 
 SESSIONS, STEPS = 8, 4
-
-
-class DiskWitness:
-    """Wraps the real ``os.fsync``: slow and jittery (as on a loaded disk), and it records, per
-    file, how many bytes are known durable and which threads waited for the disk."""
-
-    def __init__(self, real: Any, delay: tuple[float, float] = (0.002, 0.012)) -> None:
-        self.real, self.delay, self.lock = real, delay, threading.Lock()
-        self.durable: dict[tuple[int, int], int] = {}
-        self.threads: set[str] = set()
-        self.loop_thread = threading.current_thread().name
-
-    def __call__(self, fd: int) -> None:
-        st = os.fstat(fd)
-        size = st.st_size  # every byte written before this call is durable once it returns
-        time.sleep(random.uniform(*self.delay))
-        self.real(fd)
-        with self.lock:
-            key = (st.st_dev, st.st_ino)
-            self.durable[key] = max(self.durable.get(key, 0), size)
-            self.threads.add(threading.current_thread().name)
-
-    def pending(self, path: Path) -> int:
-        """Bytes of ``path`` written and not yet known durable."""
-        st = path.stat()
-        with self.lock:
-            return st.st_size - self.durable.get((st.st_dev, st.st_ino), 0)
-
-    def assert_durable(self, path: Path, when: str) -> None:
-        pending = self.pending(path)
-        assert pending <= 0, f"{when}: {path.name} has {pending} bytes not yet durable"
 
 
 class CheckedModel(OfflineModel):
@@ -118,8 +88,9 @@ async def test_every_record_is_durable_before_anything_acts_on_it_under_concurre
     """8 sessions on one event loop with slow, jittery fsyncs: each terminal is on disk before the
     tick plugin schedules on it, the ledger records that queued a time step are on disk before its
     turn is written, requests go out ahead of those fsyncs but no answer is read before the records
-    that led to its request are on disk, every fsync ran on a worker thread, and every file is
-    wholly durable after close."""
+    that led to its request are on disk, every fsync ran on a worker thread, none was wasted on a
+    file already durable (closing a ledger fsyncs it no second time), and every file is wholly
+    durable after close."""
     witness = DiskWitness(os.fsync)
     monkeypatch.setattr(os, "fsync", witness)
     pool = FsyncPool(workers=16)
@@ -129,6 +100,7 @@ async def test_every_record_is_durable_before_anything_acts_on_it_under_concurre
         pool.shutdown()
     assert witness.loop_thread not in witness.threads
     assert all(name.startswith("tickloop-fsync") for name in witness.threads)
+    assert witness.wasted == []
     assert sum(ahead for *_, ahead in results) > 0  # the requests did not wait for the disk
     for transcript, ledger, requests, _ahead in results:
         assert requests == STEPS + 1
@@ -182,3 +154,80 @@ def test_many_sessions_settling_one_file_share_its_fsyncs_and_all_return(tmp_pat
         os.fsync = real
     assert not done.is_alive(), "a settle spun the event loop"
     assert len(fsyncs) < 16 * 25  # concurrent settles shared fsyncs (a group commit)
+
+
+async def test_a_failed_fsync_reaches_every_settle_waiting_on_it_and_the_next_settle_tries_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk refuses one fsync (EIO): both settles sharing it raise that error, nothing is taken
+    for durable, and a later settle fsyncs again and returns."""
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"header\n")
+    real, calls = os.fsync, []
+
+    def refuses_once(fd: int) -> None:
+        calls.append(fd)
+        time.sleep(0.01)  # the second settle arrives while this one is in flight
+        if len(calls) == 1:
+            raise OSError(5, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", refuses_once)
+    pool = FsyncPool(workers=2)
+    watched = pool.watch(path)
+    try:
+        results = await asyncio.gather(watched.settle(), watched.settle(), return_exceptions=True)
+        assert [type(r) for r in results] == [OSError, OSError]
+        assert watched.synced < watched.written
+        await watched.settle()
+        assert (len(calls), watched.synced) == (2, watched.written)
+    finally:
+        watched.close()
+        pool.shutdown()
+
+
+async def test_a_settle_given_up_leaves_the_others_sharing_its_fsync_waiting(tmp_path: Path) -> None:
+    """One session's settle is cancelled (an interrupt) while an fsync it shares is in flight: the
+    other settle still returns once the fsync ends, and the file is durable."""
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"header\n")
+    witness = DiskWitness(os.fsync, delay=(0.05, 0.05))
+    pool = FsyncPool(workers=2)
+    watched = pool.watch(path)
+    real, os.fsync = os.fsync, witness
+    try:
+        given_up = asyncio.ensure_future(watched.settle())
+        kept = asyncio.ensure_future(watched.settle())
+        await asyncio.sleep(0.01)
+        given_up.cancel()
+        await asyncio.wait_for(kept, timeout=5)
+        assert given_up.cancelled()
+        witness.assert_durable(path, "after the kept settle")
+    finally:
+        os.fsync = real
+        watched.close()
+        pool.shutdown()
+
+
+async def test_jobs_that_finish_together_wake_the_event_loop_once(tmp_path: Path) -> None:
+    """Twenty fsyncs that end while the event loop is busy are handed back in one wake-up of the loop,
+    not twenty, and each caller gets its own answer."""
+    loop = asyncio.get_running_loop()
+    wakeups: list[object] = []
+    real_wake = loop.call_soon_threadsafe
+
+    def counted(callback: Any, *args: Any, **kwargs: Any) -> Any:
+        wakeups.append(callback)
+        return real_wake(callback, *args, **kwargs)
+
+    pool = FsyncPool(workers=4)
+    loop.call_soon_threadsafe = counted  # type: ignore[method-assign]
+    try:
+        calls = [asyncio.ensure_future(pool.run(lambda n=n: n * n)) for n in range(20)]
+        await asyncio.sleep(0)  # every job is submitted
+        time.sleep(0.2)  # the loop is busy while the workers finish them all
+        assert await asyncio.gather(*calls) == [n * n for n in range(20)]
+    finally:
+        del loop.call_soon_threadsafe
+        pool.shutdown()
+    assert 1 <= len(wakeups) <= 2
