@@ -1,7 +1,7 @@
 """One dashboard process for ``bench_web``'s instruction counts: ``N`` requests of a page through the
 real ASGI app, or ``N`` calls of the raw reads that page needs, on a store the bench already seeded.
 
-    python -m bench._web_child page|raw overview|approvals N STORE_URL
+    python -m bench._web_child page|raw PAGE N STORE_URL      (PAGE: a key of bench_web.PAGES)
 
 ``N`` = 0 counts the set-up alone (imports, the store, the app, one warm request and one warm read),
 which the bench subtracts from both.
@@ -13,11 +13,9 @@ import asyncio
 import sys
 from datetime import UTC, datetime
 
-from bench.bench_web import P, _approvals_raw, _config, _get, _overview_raw
+from bench.bench_web import PAGES, _config, _get
 from tickloop.operator.store import open_store
 from tickloop.web.app import create_app
-
-PAGES = {"overview": (f"/p/{P}/", _overview_raw), "approvals": (f"/p/{P}/approvals", _approvals_raw)}
 
 
 def main(mode: str, page: str, n: int, url: str) -> None:

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import http.client
+import json
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -35,14 +37,17 @@ from bench.bench_startup import _instructions
 from bench.bench_store import _analyze, _database
 from bench.store_load import seed_intents, seed_progress
 from tickloop.config import Settings
-from tickloop.operator.domain import IntentStatus, NewProgress, Outcome, TickKind
+from tickloop.operator.domain import IntentStatus, NewPlanStep, NewProgress, Outcome, TickKind
+from tickloop.operator.notices import ATTENTION
 from tickloop.operator.store import Store, open_store
+from tickloop.operator.store.base import EPOCH
 from tickloop.web.app import SESSION_COOKIE, WebConfig, create_app
-from tickloop.web.pages import WAITING_LISTED
+from tickloop.web.pages import TABLE_ROWS, TIMELINE_ROWS, WAITING_LISTED
 
 P = "r"
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 HOST = "127.0.0.1:8765"
+INTENT_SHOWN = 1  #: the intent page shows the oldest waiting intent
 
 
 def _config(port: int = 8765) -> WebConfig:
@@ -93,6 +98,57 @@ def _approvals_raw(store: Store) -> None:
     store.intents_oldest(P, status=IntentStatus.REQUIRES_APPROVAL, limit=21)
 
 
+def _board_raw(store: Store) -> None:
+    """The board's reads: the profile, the active goal, the tasks and the goal's plan."""
+    store.get_profile(P)
+    goal = store.active_goal_model(P)
+    store.list_tasks(P)
+    if goal is not None:
+        store.list_plan(P, goal.version)
+
+
+def _timeline_raw(store: Store) -> None:
+    """The timeline's reads: the profile and the newest rows its chart draws (the table is their head)."""
+    store.get_profile(P)
+    store.recent_progress(P, limit=TIMELINE_ROWS)
+
+
+def _intents_raw(store: Store) -> None:
+    """The intents page's reads: the profile and the newest page of every intent (+1: is there more)."""
+    store.get_profile(P)
+    store.search_intents(P, limit=TABLE_ROWS + 1)
+
+
+def _intent_raw(store: Store) -> None:
+    """One waiting intent's page: the profile, the intent, its log lines and progress rows among the
+    newest, and its card (no plan step, no recorded observations here)."""
+    store.get_profile(P)
+    store.get_intent(P, INTENT_SHOWN)
+    store.list_notifications(P, limit=TIMELINE_ROWS)
+    store.recent_progress(P, limit=TIMELINE_ROWS)
+
+
+def _attention_raw(store: Store) -> None:
+    """The attention page's reads: the profile (twice: the page's check and the timezone), today's
+    spends and every recorded decision."""
+    store.get_profile(P)
+    store.get_profile(P)
+    store.attention_spends(P, since=NOW - timedelta(days=1))
+    store.list_notifications(P, since=EPOCH, limit=100_000)
+
+
+#: page name -> (its path, exactly the store reads it makes), for every page that reads the store
+PAGES: dict[str, tuple[str, Callable[[Store], None]]] = {
+    "overview": (f"/p/{P}/", _overview_raw),
+    "approvals": (f"/p/{P}/approvals", _approvals_raw),
+    "board": (f"/p/{P}/board", _board_raw),
+    "timeline": (f"/p/{P}/timeline", _timeline_raw),
+    "intents": (f"/p/{P}/intents", _intents_raw),
+    "intent": (f"/p/{P}/intents/{INTENT_SHOWN}", _intent_raw),
+    "attention": (f"/p/{P}/attention", _attention_raw),
+}
+
+
 def _timed(fn: Callable[[], object], repeat: int) -> float:
     start = time.perf_counter()
     for _ in range(repeat):
@@ -109,27 +165,37 @@ async def _timed_page(app: Any, path: str, cookie: str, repeat: int) -> float:
 
 async def _ratios(store: Store, app: Any, cookie: str, *, rounds: int, repeat: int) -> dict[str, list[float]]:
     """Page time / raw time per round, one event loop for every request (as in the server)."""
-    pages = {
-        "overview": (f"/p/{P}/", lambda: _overview_raw(store)),
-        "approvals": (f"/p/{P}/approvals", lambda: _approvals_raw(store)),
-    }
-    out: dict[str, list[float]] = {name: [] for name in pages}
-    for name, (path, raw) in pages.items():
-        assert await _get(app, path, cookie) == 200
+    out: dict[str, list[float]] = {name: [] for name in PAGES}
+    for name, (path, raw) in PAGES.items():
+        assert await _get(app, path, cookie) == 200, path
         for _ in range(rounds):
             page = await _timed_page(app, path, cookie, repeat)
-            base = _timed(raw, repeat)
+            base = _timed(lambda: raw(store), repeat)  # noqa: B023  (called within this iteration)
             out[name].append(page / base)
     return out
+
+
+def _seed_pages(store: Store) -> None:
+    """What a person's store holds besides rows: a board of 12 tasks, an active goal with a plan of 8
+    steps, and 100 decisions of the attention gate."""
+    store.create_profile(P, now=NOW)
+    tasks = [store.add_task(P, f"task {i}: write section {i}", now=NOW, priority=i % 4) for i in range(12)]
+    goal = store.add_goal_model(P, title="Ship the thesis", now=NOW)
+    store.activate_goal_model(P, goal.version, now=NOW)
+    store.replace_plan(P, goal.version, [NewPlanStep(t.title, t.id) for t in tasks[:8]], now=NOW)
+    for i in range(100):
+        body = json.dumps({"check": "budget", "kind": "approval", "source": "fast", "sent": i % 3 == 0})
+        at = NOW - timedelta(minutes=10 * i)
+        store.log_notification(
+            P, channel=ATTENTION, kind=ATTENTION, subject=f"decision {i}", body=body, now=at
+        )
 
 
 def _renders(backend: str, url: str, *, quick: bool) -> None:
     sizes = [(1_000, 100), (100_000, 10_000)] + ([] if quick else [(1_000_000, 100_000)])
     rounds, repeat = (3, 5) if quick else (7, 20)
     with open_store(url) as store:
-        store.create_profile(P, now=NOW)
-        goal = store.add_goal_model(P, title="g", now=NOW)
-        store.activate_goal_model(P, goal.version, now=NOW)
+        _seed_pages(store)
         seed_intents(url, P, 50, status=IntentStatus.REQUIRES_APPROVAL, action_type="email")
         app, board = create_app(store, _config())
         cookie = board.sessions.start(now=datetime.now(UTC)).id
@@ -159,7 +225,8 @@ def _render_instructions(url: str, *, quick: bool) -> None:
         return
     n = 10 if quick else 40
     child = [sys.executable, "-m", "bench._web_child"]
-    for page in ("overview", "approvals"):
+    subprocess.run([*child, "page", "overview", "0", url], check=True, timeout=120)  # bytecode cache
+    for page in PAGES:
         env = dict(os.environ)
         setup = _instructions([*child, "page", page, "0", url], env)
         counts = {
