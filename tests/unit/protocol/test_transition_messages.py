@@ -258,6 +258,14 @@ CASES: dict[str, tuple[list[dict[str, Any]], Said]] = {
         [ARMED, S1, E1, {**T1, "usage": {"inputTokens": True, "outputTokens": 1}}],
         [(4, "verify.bad_field", USAGE)],
     ),
+    "a reply digest in capitals": (
+        [ARMED, S1, E1, {**T1, "replySha256": "A" * 64}],
+        [(4, "verify.bad_field", "replySha256 must be 64 lowercase hex digits")],
+    ),
+    "a tool result digest that is short": (
+        [ARMED, S1, E1, {**T1, "toolResultSha256s": ["a" * 63]}],
+        [(4, "verify.bad_field", "toolResultSha256s must be a non-empty list of 64-hex-digit digests")],
+    ),
     "a tool result digest that is not text": (
         [ARMED, S1, E1, {**T1, "toolResultSha256s": ["a" * 64, 5]}],
         [(4, "verify.bad_field", "toolResultSha256s must be a non-empty list of 64-hex-digit digests")],
@@ -281,6 +289,13 @@ CASES: dict[str, tuple[list[dict[str, Any]], Said]] = {
     "a run armed again after its close": (
         [ARMED, STOP, ARMED],
         [(3, "verify.run_rearmed", "run r armed twice")],
+    ),
+    "a cancel without its rule, then a stop with an empty one": (  # one violation per record, no cascade
+        [ARMED, S1, rec(R.TICK_CANCELLED, step=1, rule=5), rec(R.LOOP_STOPPED, rule="")],
+        [
+            (3, "verify.missing_rule", "tick_cancelled_before_enqueue must name the rule that caused it"),
+            (4, "verify.unknown_rule", CARRY.format("''", "loop_stopped")),
+        ],
     ),
     "steps written as text": (
         [ARMED, {**STOP, "steps": "0"}],
