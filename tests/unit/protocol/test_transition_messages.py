@@ -113,6 +113,14 @@ CASES: dict[str, tuple[list[dict[str, Any]], Said]] = {
         [ARMED, {**S1, "step": "1"}],
         [(2, "verify.step_order", "step '1' scheduled after step 0")],
     ),
+    "an enqueue of the step scheduled out of order": (  # the run goes on from the step it names
+        [ARMED, {**S1, "step": 3}, {**E1, "step": 3}],
+        [(2, "verify.step_order", "step 3 scheduled after step 0")],
+    ),
+    "an enqueue of step 1 after its schedule wrote it as text": (  # the run goes on from step 1
+        [ARMED, {**S1, "step": "1"}, E1],
+        [(2, "verify.step_order", "step '1' scheduled after step 0")],
+    ),
     "a step beyond the requested": (
         [{**ARMED, "requested": 1}, S1, E1, T1, rec(R.TICK_SCHEDULED, step=2, rule="next.ok")],
         [(5, "verify.enqueue_beyond_target", "step 2 exceeds the 1 requested")],
