@@ -74,6 +74,13 @@ CASES: dict[str, tuple[list[dict[str, Any]], Said]] = {
         [{**ARMED, "requested": "x" * 60}],
         [(1, "verify.bad_field", REQUESTED + repr("x" * 40))],
     ),
+    "requested as 60 characters, named by its first 40 when the run completes": (
+        [{**ARMED, "requested": "x" * 60}, S1, E1, T1, COMPLETE],
+        [
+            (1, "verify.bad_field", REQUESTED + repr("x" * 40)),
+            (5, "verify.complete_short", f"loop_complete after 1 of {'x' * 40} steps"),
+        ],
+    ),
     "resume not a boolean": (
         [{**ARMED, "resume": "yes"}],
         [(1, "verify.bad_field", "resume must be true or false")],
@@ -328,3 +335,16 @@ def test_a_run_record_without_a_run_id_names_its_type(run_id: object) -> None:
     report = verify(lines)
     said = [(v.line, v.rule, v.message) for v in report.violations]
     assert said == [(2, "verify.missing_run_id", "tick_scheduled must carry runId")]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("policyId", "terse"), ("timeStepSha256", "c" * 64), ("timeStepBytes", 5)]
+)
+def test_each_policy_field_changed_within_a_run_is_named_on_its_line(field: str, value: object) -> None:
+    """Any of the three policy fields changing mid-run is policy_changed (a new text for the same id is
+    also a policy_conflict, verify's own check)."""
+    lines = build([ARMED, S1])
+    lines[1] = (2, canonical({**decode(lines[1][1]), field: value}))
+    found = [(v.line, v.rule) for v in verify(lines).violations]
+    assert found[-1:] == [(2, "verify.policy_changed")]
+    assert verify(lines).violations[-1].message == "policy fields changed within run r"
