@@ -159,3 +159,12 @@ def test_at_most_max_parts_parts_are_kept_for_the_summary() -> None:
     for lineno, (raw, rec) in enumerate(_ledger(["-"] + ["m:c", "m:-"] * 501), start=1):
         check.check(lineno, raw, rec)
     assert len(check.parts) == MAX_PARTS == 1000
+
+
+def test_a_file_with_violations_claims_neither_chain_nor_key() -> None:
+    """Chained and keyed throughout, but a mac is wrong: the summary claims nothing it did not prove."""
+    check = ChainCheck(KEY, _ignore)
+    for lineno, (raw, rec) in enumerate(_ledger(["ck", "cK"]), start=1):
+        check.check(lineno, raw, rec)
+    assert check.describe(last_line=2, ok=False) == []
+    assert check.describe(last_line=2, ok=True) == ["hash chain intact", "keyed chain verified"]
