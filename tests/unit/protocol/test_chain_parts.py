@@ -168,3 +168,14 @@ def test_a_file_with_violations_claims_neither_chain_nor_key() -> None:
         check.check(lineno, raw, rec)
     assert check.describe(last_line=2, ok=False) == []
     assert check.describe(last_line=2, ok=True) == ["hash chain intact", "keyed chain verified"]
+
+
+def test_line_1_must_link_to_the_genesis_digest() -> None:
+    """Line 1's prev is checked like any other: a chain cannot start from an arbitrary digest."""
+    raw, rec = _ledger(["c"])[0]
+    rec = {**rec, "prev": "sha256:" + "1" * 64}
+    fails: list[Fail] = []
+    check = ChainCheck(None, lambda line, rule, message: fails.append((line, rule, message)))
+    check.check(1, canonical(rec), rec)
+    assert fails == [(1, "verify.chain_broken", PREV_WRONG)]
+    assert raw != canonical(rec)
