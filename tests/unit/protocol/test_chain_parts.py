@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tickloop.protocol.chain import ChainCheck
+from tickloop.protocol.chain import MAX_PARTS, ChainCheck
 from tickloop.protocol.ledger import GENESIS, RecordType, canonical, chain_digest, mac_of
 
 KEY = b"k" * 32
@@ -122,3 +122,60 @@ def test_the_require_flags_name_the_first_line_of_each_part_that_lacks_what_they
     plan: Plan, chain: bool, keyed: bool, expected: list[Fail]
 ) -> None:
     assert _fails(plan, chain=chain, keyed=keyed) == expected
+
+
+@pytest.mark.parametrize("plan", [["c", "c", "m:-", "-"], ["m:-", "-"]])
+def test_a_ledger_mode_record_ending_a_chain_or_opening_the_file_is_clean(plan: Plan) -> None:
+    """The record that ends a chain still carries its prev, checked as the chain's last link; one on
+    line 1 opens the first part. (A mutation run of ``_part_of`` found neither tried.)"""
+    assert _fails(plan, key=None) == []
+
+
+def _ignore(line: int, rule: str, message: str) -> None:
+    """A ChainCheck's fail callback that keeps nothing."""
+
+
+@pytest.mark.parametrize(
+    ("plan", "key", "said"),
+    [
+        (["c", "c", "m:-", "-", "m:c", "c"], None, ["hash chain on lines 1-2, 5-6 only", "no macs"]),
+        (["c", "m:ck", "ck", "m:c", "c", "m:ck", "ck"], KEY,
+         ["hash chain intact", "keyed chain on lines 2-3, 6-7 only"]),
+    ],
+)  # fmt: skip
+def test_the_summary_names_the_lines_each_chain_and_key_covers(
+    plan: Plan, key: bytes | None, said: list[str]
+) -> None:
+    """A file chained or keyed only in parts says which lines, span by span (line 5 of the first plan
+    starts a chain without a prev: the summary still names the part)."""
+    check = ChainCheck(key, _ignore)
+    for lineno, (raw, rec) in enumerate(_ledger(plan), start=1):
+        check.check(lineno, raw, rec)
+    assert check.describe(last_line=len(plan), ok=True) == said
+
+
+def test_at_most_max_parts_parts_are_kept_for_the_summary() -> None:
+    check = ChainCheck(None, _ignore)
+    for lineno, (raw, rec) in enumerate(_ledger(["-"] + ["m:c", "m:-"] * 501), start=1):
+        check.check(lineno, raw, rec)
+    assert len(check.parts) == MAX_PARTS == 1000
+
+
+def test_a_file_with_violations_claims_neither_chain_nor_key() -> None:
+    """Chained and keyed throughout, but a mac is wrong: the summary claims nothing it did not prove."""
+    check = ChainCheck(KEY, _ignore)
+    for lineno, (raw, rec) in enumerate(_ledger(["ck", "cK"]), start=1):
+        check.check(lineno, raw, rec)
+    assert check.describe(last_line=2, ok=False) == []
+    assert check.describe(last_line=2, ok=True) == ["hash chain intact", "keyed chain verified"]
+
+
+def test_line_1_must_link_to_the_genesis_digest() -> None:
+    """Line 1's prev is checked like any other: a chain cannot start from an arbitrary digest."""
+    raw, rec = _ledger(["c"])[0]
+    rec = {**rec, "prev": "sha256:" + "1" * 64}
+    fails: list[Fail] = []
+    check = ChainCheck(None, lambda line, rule, message: fails.append((line, rule, message)))
+    check.check(1, canonical(rec), rec)
+    assert fails == [(1, "verify.chain_broken", PREV_WRONG)]
+    assert raw != canonical(rec)

@@ -243,8 +243,8 @@ def test_a_ledger_mode_record_must_say_what_it_changes() -> None:
     at = json.loads(UNCHAINED[10])["recordedAt"]
     base = {"schema": "tickloop.audit.v1", "type": "ledger_mode", "recordedAt": at, "sessionId": "golden"}
     for fields, problem in (
-        ({"chain": "yes", "keyed": False}, "must carry chain and keyed as true or false"),
-        ({"chain": False, "keyed": False}, "changes nothing"),
+        ({"chain": "yes", "keyed": False}, "ledger_mode must carry chain and keyed as true or false"),
+        ({"chain": False, "keyed": False}, "a ledger_mode record that changes nothing"),
     ):
         lines = [*UNCHAINED[:11], canonical({**base, **fields, "seq": 12})]
         lines += [
@@ -252,7 +252,7 @@ def test_a_ledger_mode_record_must_say_what_it_changes() -> None:
         ]
         report = run(lines)
         assert rules(report) == [(12, "verify.bad_field")], report.violations
-        assert problem in report.violations[0].message
+        assert report.violations[0].message == problem  # word for word: a mutation run changed it
 
 
 # -- also: an invalid requested value is reported as itself ----------------------------------------------
