@@ -383,7 +383,7 @@ class RunMachine:
 
     def _complete(self, lineno: int, trace: RunTrace) -> None:
         if trace.status != "completed":
-            self.fail(lineno, "verify.complete_short", f"loop_complete after a {trace.status} terminal")
+            self.fail(lineno, "verify.complete_short", f"loop_complete after {_terminal_named(trace.status)}")
         elif trace.enqueued != trace.requested:
             self.fail(
                 lineno,
@@ -461,3 +461,10 @@ def _content_problem(rec: Mapping[str, Any]) -> str | None:
 
 def _policy_of(rec: Mapping[str, Any]) -> tuple[Any, ...]:
     return (rec.get("policyId"), rec.get("timeStepSha256"), rec.get("timeStepBytes"))  # POLICY_FIELDS
+
+
+def _terminal_named(status: str | None) -> str:
+    """``an error terminal``, ``a cancelled terminal``; ``no valid terminal`` when none was read."""
+    if not status:
+        return "no valid terminal"
+    return f"{'an' if status[0] in 'aeiou' else 'a'} {status} terminal"

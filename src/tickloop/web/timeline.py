@@ -14,6 +14,8 @@ from datetime import datetime, timedelta
 from itertools import pairwise
 from statistics import median
 
+from markupsafe import Markup, escape
+
 from tickloop.operator.domain import ProgressRow, TickKind
 
 #: drawing area, in SVG user units (the SVG scales to the page width)
@@ -45,7 +47,8 @@ class Gap:
 
 @dataclass(frozen=True, slots=True)
 class Chart:
-    """What the template draws; ``empty`` when there are no rows."""
+    """What the template draws; ``empty`` when there are no rows. ``marks_svg`` is the marks already
+    drawn (up to 2,000 of them, the page's largest part: a Jinja loop cost several times the reads)."""
 
     width: int
     height: int
@@ -57,6 +60,19 @@ class Chart:
     start: str
     end: str
     empty: bool
+
+    @property
+    def marks_svg(self) -> Markup:
+        """One ``<rect>`` per mark, as the template drew them; the title (it names a store value) is
+        escaped, every other part is a number or an outcome of our own."""
+        height = self.lane - 8
+        return Markup(  # noqa: S704  (every untrusted part escaped here)
+            "\n".join(
+                f'<rect class="m o-{m.outcome}" x="{m.x}" y="{m.y}" width="{m.w}" height="{height}">'
+                f"<title>{escape(m.title)}</title></rect>"
+                for m in self.marks
+            )
+        )
 
 
 def _span(delta: timedelta) -> str:
@@ -88,7 +104,8 @@ def chart(rows: list[ProgressRow], *, now: datetime | None = None) -> Chart:
             lane_y.get(r.tick_kind, lanes[-1][1]) + 4,
             max(round((r.ended_at - r.started_at).total_seconds() * scale, 2), 2.0),
             r.outcome.value,
-            f"{r.tick_kind} {r.outcome.value} at {r.started_at:%Y-%m-%d %H:%M:%S}",
+            # isoformat, not strftime: the same 19 characters, for 2,000 marks a fifth of the cost
+            f"{r.tick_kind} {r.outcome.value} at {r.started_at.isoformat(' ', 'seconds')[:19]}",
         )
         for r in ordered
     ]

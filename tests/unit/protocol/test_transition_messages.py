@@ -220,7 +220,12 @@ CASES: dict[str, tuple[list[dict[str, Any]], Said]] = {
     "loop_complete after an error": (
         [{**ARMED, "requested": 1}, S1, E1, {**T1, "status": "error"},
          rec(R.LOOP_COMPLETE, rule="next.target_reached")],
-        [(5, "verify.complete_short", "loop_complete after a error terminal")],
+        [(5, "verify.complete_short", "loop_complete after an error terminal")],
+    ),
+    "loop_complete after an unknown": (
+        [{**ARMED, "requested": 1}, S1, E1, {**T1, "status": "unknown"},
+         rec(R.LOOP_COMPLETE, rule="next.target_reached")],
+        [(5, "verify.complete_short", "loop_complete after an unknown terminal")],
     ),
     "stop.inconsistent_turn while armed": (
         [ARMED, rec(R.LOOP_STOPPED, rule="stop.inconsistent_turn")],
@@ -293,7 +298,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], Said]] = {
         [{**ARMED, "requested": 1}, S1, E1, {**T1, "status": 5}, COMPLETE],
         [
             (4, "verify.bad_field", "status 5 is not a terminal status"),
-            (5, "verify.complete_short", "loop_complete after a None terminal"),
+            (5, "verify.complete_short", "loop_complete after no valid terminal"),
         ],
     ),
     "steps as enqueued": ([ARMED, S1, E1, T1, {**STOP, "steps": 1}], []),
