@@ -67,14 +67,16 @@ def _check_sections(settings: Settings, present: dict[str, Any]) -> None:
     from tickloop import config_cache  # noqa: PLC0415
 
     sections = msgspec.msgpack.encode(present)
-    if config_cache.was_checked(sections):
+    exact = msgspec.msgpack.decode(sections) == present  # a TOML date comes back a string: no cache
+    if exact and config_cache.was_checked(sections):
         return
     for name in SECTION_TYPES:
         if name in present:
             section(settings, name, section_type(name))
     for profile, table in settings.profiles.items():
         _check_profile(settings, profile, table)
-    config_cache.keep_checked(sections)
+    if exact:
+        config_cache.keep_checked(sections)
 
 
 def _check_profile(settings: Settings, profile: str, table: object) -> None:

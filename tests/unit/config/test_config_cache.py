@@ -153,3 +153,13 @@ def test_a_parse_msgpack_cannot_give_back_is_not_kept(tmp_path: Path, state: Pat
     assert load_settings(path=path).sources["since"].isoformat() == "2026-12-01"
     assert load_settings(path=path).sources["since"].isoformat() == "2026-12-01"
     assert not (state / config_cache.CACHE_FILE).exists()
+
+
+def test_a_section_msgpack_cannot_give_back_is_checked_every_time(tmp_path: Path, state: Path) -> None:
+    """A date and the string of that date encode alike: the string passing must not pass the date."""
+    path = tmp_path / "config.toml"
+    path.write_text('[[sources.files]]\npath = "2026-12-01"\n')
+    check_config(load_settings(path=path))
+    path.write_text("[[sources.files]]\npath = 2026-12-01\n")
+    with pytest.raises(ConfigError, match=r"\[sources\].*Expected `str`, got `date`"):
+        check_config(load_settings(path=path))
