@@ -1,10 +1,13 @@
 """Start-up of the one-shot processes in instructions, as ratios to ``python -c pass`` (issue 25).
 
 Each command runs under callgrind (``valgrind --tool=callgrind --callgrind-out-file=/dev/null``),
-alternating with the baseline, on a fresh SQLite store with one profile and an active goal; the
-ratio is each round's count over the baseline's of the same round (median and min-max). The
-bytecode cache is warmed first, as an installed package has it. Instruction counts do not depend on
-the other load of a shared machine, unlike CPU time (which ``bench_ticks`` reports for ``observe``).
+alternating with the baseline, on a fresh SQLite store made by ``operator init`` (one profile, an
+active goal); the ratio is each round's count over the baseline's of the same round (median and
+min-max). Each command is counted twice: with an empty config file, and with the one a real
+installation has, as ``operator init --quiet 22-7 --channel console`` writes it. The bytecode cache,
+the store and the config cache are warmed first, as an installed package and a running installation
+have them. Instruction counts do not depend on the other load of a shared machine, unlike CPU time
+(which ``bench_ticks`` reports for ``observe``).
 Targets: observe <= 4.5, fast <= 8, executor <= 6, monitor <= 6. Without valgrind: a note, no figures.
 """
 
@@ -16,11 +19,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from datetime import UTC, datetime
 from pathlib import Path
 
 from bench._util import report_rounds
-from tickloop.operator.store import open_store
 
 #: (name, argv after ``python -m tickloop``, target)
 COMMANDS = [
@@ -29,15 +30,22 @@ COMMANDS = [
     ("tick executor", ["operator", "tick", "executor"], "<= 6"),
     ("operator monitor", ["operator", "monitor"], "<= 6"),
 ]
+#: (name, extra ``operator init`` options): the empty config file, and what init writes for a person
+CONFIGS = [
+    ("empty config", []),
+    ("real config", ["--quiet", "22-7", "--channel", "console"]),
+]
 _COLLECTED = re.compile(r"Collected : (\d+)")
 
 
-def _env(root: Path) -> dict[str, str]:
+def _installation(root: Path, init_options: list[str]) -> dict[str, str]:
+    """An environment with its own empty config file, store and state dir, set up by ``operator init``."""
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith("TICKLOOP_") and k != "PYTHONDONTWRITEBYTECODE"
     }
+    root.mkdir()
     (root / "config.toml").write_text("")
     env.update(
         TICKLOOP_STORE=f"sqlite:///{root / 'store.db'}",
@@ -45,7 +53,18 @@ def _env(root: Path) -> dict[str, str]:
         XDG_STATE_HOME=str(root / "state"),
         XDG_DATA_HOME=str(root / "data"),
     )
+    init = ["operator", "init", "--goal", "Ship the thesis", "--timezone", "Europe/Berlin"]
+    init += init_options
+    _tickloop(init, env, check=True)
+    for _, argv, _ in COMMANDS:  # warm the bytecode cache, the store and any state file
+        _tickloop(argv, env, check=False)
     return env
+
+
+def _tickloop(argv: list[str], env: dict[str, str], *, check: bool) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "tickloop", *argv], env=env, capture_output=True, check=check, timeout=120
+    )
 
 
 def _instructions(argv: list[str], env: dict[str, str]) -> int:
@@ -69,24 +88,12 @@ def run(quick: bool) -> None:  # noqa: FBT001  (the bench runner's fixed signatu
         return
     rounds = 1 if quick else 3
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        env = _env(root)
-        with open_store(env["TICKLOOP_STORE"]) as store:
-            now = datetime.now(UTC)
-            store.create_profile("default", now=now)
-            goal = store.add_goal_model("default", title="Ship the thesis", now=now)
-            store.activate_goal_model("default", goal.version, now=now)
-        for _, argv, _ in COMMANDS:  # warm the bytecode cache and the store
-            subprocess.run(
-                [sys.executable, "-m", "tickloop", *argv],
-                env=env,
-                capture_output=True,
-                check=False,
-                timeout=120,
-            )
-        for name, argv, target in COMMANDS:
-            counts, baselines = [], []
-            for _ in range(rounds):
-                baselines.append(_instructions([sys.executable, "-c", "pass"], env))
-                counts.append(_instructions([sys.executable, "-m", "tickloop", *argv], env))
-            report_rounds(f"start-up instructions: {name}", counts, baselines, target=target, unit="")
+        for config, init_options in CONFIGS:
+            env = _installation(Path(tmp) / config.replace(" ", "-"), init_options)
+            for name, argv, target in COMMANDS:
+                counts, baselines = [], []
+                for _ in range(rounds):
+                    baselines.append(_instructions([sys.executable, "-c", "pass"], env))
+                    counts.append(_instructions([sys.executable, "-m", "tickloop", *argv], env))
+                label = f"start-up instructions: {name}, {config}"
+                report_rounds(label, counts, baselines, target=target, unit="")

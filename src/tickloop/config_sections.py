@@ -5,7 +5,8 @@ type just to start. :func:`check_config` converts each of them into its own type
 ``forbid_unknown_fields`` makes the check schema-driven: a key added to a section's struct needs no
 list here, and a typo (``[smtp] hots``, ``[handlers.workspace] jali``) fails naming the key instead
 of being ignored or failing the first execution. Only the sections the file has are imported and
-checked, so a tick with no ``[tools]`` table never pays for the harness's import. Every face calls
+checked, so a tick with no ``[tools]`` table never pays for the harness's import; sections that
+passed at an earlier start are not checked again (``tickloop.config_cache``). Every face calls
 it right after ``load_settings``: ``chat``, each ``operator tick KIND``, ``web`` and ``mcp serve``
 (not ``operator monitor``, which never fails: it reports a bad section on stderr and exits 0).
 """
@@ -51,14 +52,31 @@ def check_config(settings: Settings, *, model: str | None = None) -> None:
     """Validate every section (and each profile's overrides); with ``model``, that it names a model.
 
     Raises ``ConfigError`` naming the section and the key (``invalid configuration in [smtp]:
-    Object contains unknown field `hots` - at `$`)``."""
+    Object contains unknown field `hots` - at `$`)``. Sections that passed at an earlier start, byte
+    for byte, are not checked again (``tickloop.config_cache``)."""
+    present = {
+        name: getattr(settings, name) for name in (*SECTION_TYPES, "profiles") if getattr(settings, name)
+    }
+    if present:  # an absent table is every default: nothing to import or check
+        _check_sections(settings, present)
+    if model is not None:
+        check_model(settings, model)
+
+
+def _check_sections(settings: Settings, present: dict[str, Any]) -> None:
+    from tickloop import config_cache  # noqa: PLC0415
+
+    sections = msgspec.msgpack.encode(present)
+    exact = msgspec.msgpack.decode(sections) == present  # a TOML date comes back a string: no cache
+    if exact and config_cache.was_checked(sections):
+        return
     for name in SECTION_TYPES:
-        if getattr(settings, name):  # an absent table is every default: nothing to import or check
+        if name in present:
             section(settings, name, section_type(name))
     for profile, table in settings.profiles.items():
         _check_profile(settings, profile, table)
-    if model is not None:
-        check_model(settings, model)
+    if exact:
+        config_cache.keep_checked(sections)
 
 
 def _check_profile(settings: Settings, profile: str, table: object) -> None:

@@ -10,6 +10,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "tickloop"
 #: each top-level module or package of tickloop, and its rank: imports go to the same or a lower rank
 RANK = {
     **dict.fromkeys(["errors", "clock", "sha256", "filenames", "dirs", "system", "inert", "config"], 0),
+    "config_cache": 0,
     "config_sections": 0,  # names each section's struct by string and imports it when checked
     **dict.fromkeys(["presence", "protocol"], 0),
     **dict.fromkeys(["audit", "models", "notify"], 1),

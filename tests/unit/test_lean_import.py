@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def run(code: str) -> str:
     return subprocess.run(
@@ -101,10 +103,22 @@ LEAN_PATHS = {
 }
 
 
-def test_each_one_shot_path_leaves_its_heavy_modules_unloaded(tmp_path: Path) -> None:
-    """With an empty config file and the offline model, no tick and no monitor pass imports the TOML
-    parser, ``platform``, asyncio, click, ssl or the OpenAI provider; the import-time objects are
-    frozen out of the cyclic collector, which is back on when the tick's work runs."""
+#: The config file a real installation has (what ``operator init`` writes), and what an unchanged one
+#: must not load once a start has kept its parse and check (``tickloop.config_cache``): the parser,
+#: and on the ticks that need neither, the types of ``[attention]`` (zoneinfo) and ``[notify]``.
+REAL_CONFIG_INIT = ["--quiet", "22-7", "--channel", "console"]
+REAL_CONFIG_HEAVY = {
+    "observe": ("zoneinfo", "tickloop.notify.settings"),
+    "fast": ("zoneinfo", "tickloop.notify.settings"),
+}
+
+
+@pytest.mark.parametrize("config", ["empty", "real"])
+def test_each_one_shot_path_leaves_its_heavy_modules_unloaded(tmp_path: Path, config: str) -> None:
+    """With an empty config file, or an unchanged real one, and the offline model, no tick and no
+    monitor pass imports the TOML parser, ``platform``, asyncio, click, ssl or the OpenAI provider; the
+    import-time objects are frozen out of the cyclic collector, which is back on when the tick's work
+    runs."""
     (tmp_path / "config.toml").write_text("\n")
     env = {
         **os.environ,
@@ -114,10 +128,17 @@ def test_each_one_shot_path_leaves_its_heavy_modules_unloaded(tmp_path: Path) ->
         "XDG_STATE_HOME": str(tmp_path / "state"),
     }
     init = ["operator", "init", "--profile", "default", "--goal", "g"]
+    init += REAL_CONFIG_INIT if config == "real" else []
     subprocess.run(
         [sys.executable, "-m", "tickloop", *init], env=env, check=True, capture_output=True, timeout=120
     )
-    for name, (args, heavy) in LEAN_PATHS.items():
+    assert ("[attention]" in (tmp_path / "config.toml").read_text()) == (config == "real")
+    for name, (args, lean) in LEAN_PATHS.items():
+        heavy = lean
+        if config == "real":  # the first start on the file parses and checks it, and keeps both
+            first = [sys.executable, "-m", "tickloop", *args]
+            subprocess.run(first, env=env, capture_output=True, check=False, timeout=120)
+            heavy = (*lean, *REAL_CONFIG_HEAVY.get(name, ()))
         code = (
             "import gc, sys\nfrom tickloop.cli import main\n"
             f"code = main({args!r})\n"

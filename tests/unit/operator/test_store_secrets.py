@@ -48,6 +48,23 @@ def test_redaction_masks_a_planted_password_in_every_form(secret: str) -> None:
         assert "***" in redacted
 
 
+@pytest.mark.parametrize(
+    "form",
+    [
+        "postgresql://127.0.0.1:1/db?PASSWORD=Zx7secret",
+        "postgresql://127.0.0.1:1/db?pa\u017f\u017fword=Zx7secret",  # U+017F is an "s" to IGNORECASE
+        "host=127.0.0.1 PaSSWord=Zx7secret",
+    ],
+)
+def test_the_shortcut_for_urls_without_a_password_misses_no_spelling(form: str) -> None:
+    """``redact_url`` skips its patterns for a URL with no ``@`` and no ``password`` in any case."""
+    assert "Zx7" not in redact_url(form)
+
+
+def test_a_url_without_a_password_is_returned_as_it_is() -> None:
+    assert redact_url("sqlite:///tmp/x.db") == "sqlite:///tmp/x.db"
+
+
 COMMANDS = [["operator", "board"], ["operator", "status"], ["operator", "migrate"], ["doctor"]]
 
 

@@ -41,13 +41,14 @@ def to_pyformat(sql: str) -> str:
     return _PARAM.sub(r"%(\1)s", sql.replace("%", "%%"))
 
 
-def migrations(dialect: str) -> list[tuple[int, str, str]]:
-    """``(version, name, sql)`` for every ``NNNN_name.sql`` of the dialect, in order."""
+def migrations(dialect: str, *, after: int = 0) -> list[tuple[int, str, str]]:
+    """``(version, name, sql)`` for every ``NNNN_name.sql`` of the dialect above version ``after``, in
+    order: an up-to-date store reads none of the files."""
     folder = _SQL_DIR / dialect
     found = []
     for entry in folder.iterdir():
         match = re.fullmatch(r"(\d{4})_(\w+)\.sql", entry.name)
-        if match:
+        if match and int(match[1]) > after:
             found.append((int(match[1]), match[2], entry.read_text(encoding="utf-8")))
     return sorted(found)
 

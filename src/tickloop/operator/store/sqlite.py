@@ -172,10 +172,10 @@ class SQLiteStore(SqlStore):
     def migrate(self, *, target: int | None = None) -> list[int]:
         applied = []
         current = self.schema_version()  # a plain read: an up-to-date store takes no write lock
-        for version, name, sql in migrations("sqlite"):
+        for version, name, sql in migrations("sqlite", after=current):
             if target is not None and version > target:
                 break
-            if version > current and self._apply(version, name, sql):
+            if self._apply(version, name, sql):
                 applied.append(version)
         return applied
 
