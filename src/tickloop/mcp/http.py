@@ -239,12 +239,25 @@ async def serve(
     )
     scheme = "https" if options.tls else "http"
     shown = f"[{options.host}]" if ":" in options.host else options.host
-    announce(f"tickloop mcp: serving on {scheme}://{shown}:{port}{PATH}")
     import anyio  # noqa: PLC0415  (comes with the SDK)
 
+    web = uvicorn.Server(config)
     async with anyio.create_task_group() as tasks:
         watcher = getattr(server, "watcher", None)
         if watcher is not None:
             tasks.start_soon(watcher.run)
-        await uvicorn.Server(config).serve(sockets=[sock])
+        tasks.start_soon(
+            _announce_started, web, announce, f"tickloop mcp: serving on {scheme}://{shown}:{port}{PATH}"
+        )
+        await web.serve(sockets=[sock])
         tasks.cancel_scope.cancel()
+
+
+async def _announce_started(web: Any, announce: Callable[[str], None], line: str) -> None:
+    """Say "serving on" once uvicorn has started, its SIGINT and SIGTERM handlers in place: a client
+    that stops the server as soon as it reads the line always gets a graceful shutdown."""
+    import anyio  # noqa: PLC0415
+
+    while not web.started:
+        await anyio.sleep(0.005)
+    announce(line)
