@@ -1,10 +1,13 @@
 """verify's checks at the end of a file and on its policy fields, at their edges, in the words it prints.
 
 Pinned for a mutation run of ``protocol/verify.py``: timeStepBytes is allowed from 1 to 4096 bytes
-and no further; a line after the sealed ones is not hashed (even one too large to read); a file
-shorter than its seal names both counts; a one-record file is not empty; a file name is checked only
-when it looks like a session's (``session-*.jsonl``), and then against a session id that may be
-malformed; an empty file has no session to name.
+and no further; one policy id names one text (sha256 and byte count) through a file, and two ids two;
+a seal that differs is reported on the last sealed line, a file shorter than its seal names both
+counts, and a line after the sealed ones is not hashed (even one too large to read); a one-record
+file is not empty; a file chained throughout says so; a canonical line holding a float (which the
+fast check leaves to the exact one) is canonical; a file name is checked only when it looks like a
+session's (``session-*.jsonl``), and then against a session id that may be malformed or long; an
+empty file has no session to name.
 """
 
 from __future__ import annotations
@@ -14,7 +17,16 @@ import hashlib
 import pytest
 from test_verify_table import ARMED, R, build, rec
 
-from tickloop.protocol.ledger import FIELDS, MAX_POLICY_BYTES, Oversized, Seal, canonical, decode
+from tickloop.protocol.ledger import (
+    FIELDS,
+    GENESIS,
+    MAX_POLICY_BYTES,
+    Oversized,
+    Seal,
+    canonical,
+    chain_digest,
+    decode,
+)
 from tickloop.protocol.policy import compile_policy
 from tickloop.protocol.report import VerifyReport
 from tickloop.protocol.verify import Checks, Verifier, verify
@@ -115,3 +127,25 @@ def test_a_canonical_line_with_a_float_is_canonical(every_field: bool) -> None:
     extra = dict.fromkeys(FIELDS, 0.5) if every_field else {"tokens": 0.5}
     lines[1] = (2, canonical({**extra, **decode(lines[1][1])}))
     assert "verify.noncanonical" not in [v.rule for v in verify(lines).violations]
+
+
+def test_a_seal_that_differs_is_reported_on_the_last_sealed_line() -> None:
+    lines = build(STOPPED)
+    assert _said(verify(lines, seal=Seal(records=2, sha256="0" * 64))) == [
+        (2, "verify.seal_mismatch", "the first 2 lines differ from the seal")
+    ]
+
+
+def test_a_policy_id_whose_byte_count_changes_between_runs_is_a_conflict() -> None:
+    """The same sha256 with another timeStepBytes is another text: one id names one text per file."""
+    lines = build([*STOPPED, *STOPPED])
+    lines[2:] = [(n, canonical({**decode(raw), "runId": "r2", "timeStepBytes": 5})) for n, raw in lines[2:]]
+    assert [(v.line, v.rule) for v in verify(lines).violations] == [(3, "verify.policy_conflict")]
+
+
+def test_a_file_chained_throughout_says_its_chain_is_intact() -> None:
+    lines, prev = [], GENESIS
+    for n, raw in build(STOPPED):
+        lines.append((n, canonical({**decode(raw), "prev": prev})))
+        prev = chain_digest(lines[-1][1])
+    assert verify(lines).notes == ["hash chain intact", "no macs"]
