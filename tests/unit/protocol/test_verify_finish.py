@@ -1,13 +1,14 @@
 """verify's checks at the end of a file and on its policy fields, at their edges, in the words it prints.
 
 Pinned for a mutation run of ``protocol/verify.py``: timeStepBytes is allowed from 1 to 4096 bytes
-and no further; one policy id names one text (sha256 and byte count) through a file, and two ids two;
-a seal that differs is reported on the last sealed line, a file shorter than its seal names both
-counts, and a line after the sealed ones is not hashed (even one too large to read); a one-record
-file is not empty; a file chained throughout says so; a canonical line holding a float (which the
-fast check leaves to the exact one) is canonical; a file name is checked only when it looks like a
-session's (``session-*.jsonl``), and then against a session id that may be malformed or long; an
-empty file has no session to name.
+and no further; one policy id names one text (sha256 and byte count) through a file, and two ids
+two; a seal that differs is reported on the last sealed line, a file shorter than its seal names
+both counts, a line after the sealed ones is not hashed (even one too large to read), and a sealed
+line too large to hash ends the seal check; the prev after an unreadable line is checked against its
+bytes; a one-record file is not empty; a file chained throughout says so; a canonical line holding a
+float (which the fast check leaves to the exact one) is canonical; a file name is checked only when
+it looks like a session's (``session-*.jsonl``), and then against a session id that may be malformed
+or long; an empty file has no session to name.
 """
 
 from __future__ import annotations
@@ -144,8 +145,36 @@ def test_a_policy_id_whose_byte_count_changes_between_runs_is_a_conflict() -> No
 
 
 def test_a_file_chained_throughout_says_its_chain_is_intact() -> None:
-    lines, prev = [], GENESIS
-    for n, raw in build(STOPPED):
-        lines.append((n, canonical({**decode(raw), "prev": prev})))
-        prev = chain_digest(lines[-1][1])
-    assert verify(lines).notes == ["hash chain intact", "no macs"]
+    assert verify(_chained(build(STOPPED))).notes == ["hash chain intact", "no macs"]
+
+
+def test_a_line_too_large_to_hash_ends_the_seal_check_for_the_lines_after_it() -> None:
+    lines = build([ARMED, STOPPED[1], STOPPED[1]])
+    verifier = Verifier(Checks(seal=Seal(records=3, sha256="0" * 64)))
+    verifier.feed(1, lines[0][1])
+    verifier.feed(2, Oversized(5000, 100))
+    verifier.feed(3, lines[2][1])
+    assert [(v.line, v.rule) for v in verifier.finish().violations] == [
+        (2, "verify.seal_mismatch"),
+        (2, "verify.record_too_large"),
+    ]
+
+
+def _chained(lines: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+    out, prev = [], GENESIS
+    for n, raw in lines:
+        out.append((n, canonical({**decode(raw), "prev": prev})))
+        prev = chain_digest(out[-1][1])
+    return out
+
+
+@pytest.mark.parametrize(("linked_to_the_bad_line", "broken"), [(True, []), (False, [3])])
+def test_the_prev_after_an_unreadable_line_is_checked_against_its_bytes(
+    linked_to_the_bad_line: bool, broken: list[int]
+) -> None:
+    lines = _chained(build([ARMED, rec(R.TICK_SCHEDULED, step=1, rule="next.ok"), STOPPED[1]]))
+    if linked_to_the_bad_line:
+        lines[2] = (3, canonical({**decode(lines[2][1]), "prev": chain_digest(b"not json")}))
+    lines[1] = (2, b"not json")
+    report = verify(lines)
+    assert [v.line for v in report.violations if v.rule == "verify.chain_broken"] == broken
