@@ -66,7 +66,9 @@ def test_a_line_after_the_sealed_ones_is_not_hashed_even_when_too_large_to_read(
     assert _said(verifier.finish()) == [
         (2, "verify.record_too_large", "a record of 5000 bytes or more exceeds the 100-byte cap (not read)"),
     ]
-    assert verify(lines, seal=seal).ok
+    report = verify(lines, seal=seal)
+    assert (report.ok, report.sealed) == (True, seal)
+    assert "seal of 1 records matches" in report.summary()
 
 
 def test_a_file_shorter_than_its_seal_names_both_counts_after_its_last_line() -> None:
@@ -178,3 +180,10 @@ def test_the_prev_after_an_unreadable_line_is_checked_against_its_bytes(
     lines[1] = (2, b"not json")
     report = verify(lines)
     assert [v.line for v in report.violations if v.rule == "verify.chain_broken"] == broken
+
+
+def test_finish_without_arguments_finds_no_torn_tail() -> None:
+    verifier = Verifier(Checks(strict=True))
+    for lineno, raw in build(STOPPED):
+        verifier.feed(lineno, raw)
+    assert verifier.finish().ok
