@@ -187,3 +187,8 @@ def test_finish_without_arguments_finds_no_torn_tail() -> None:
     for lineno, raw in build(STOPPED):
         verifier.feed(lineno, raw)
     assert verifier.finish().ok
+
+
+def test_the_runs_still_open_at_the_end_are_named() -> None:
+    assert verify(build([ARMED])).open_runs == ["r"]
+    assert verify(build(STOPPED)).open_runs == []
