@@ -192,3 +192,9 @@ def test_finish_without_arguments_finds_no_torn_tail() -> None:
 def test_the_runs_still_open_at_the_end_are_named() -> None:
     assert verify(build([ARMED])).open_runs == ["r"]
     assert verify(build(STOPPED)).open_runs == []
+
+
+def test_a_chain_that_starts_on_line_2_is_named_up_to_the_last_line() -> None:
+    lines = build([ARMED, rec(R.LEDGER_MODE, chain=True, keyed=False), STOPPED[1]])
+    lines[2] = (3, canonical({**decode(lines[2][1]), "prev": chain_digest(lines[1][1])}))
+    assert verify(lines).notes == ["hash chain on lines 2-3 only", "no macs"]
