@@ -5,10 +5,10 @@ and no further; one policy id names one text (sha256 and byte count) through a f
 two; a seal that differs is reported on the last sealed line, a file shorter than its seal names
 both counts, a line after the sealed ones is not hashed (even one too large to read), and a sealed
 line too large to hash ends the seal check; the prev after an unreadable line is checked against its
-bytes; a one-record file is not empty; a file chained throughout says so; a canonical line holding a
-float (which the fast check leaves to the exact one) is canonical; a file name is checked only when
-it looks like a session's (``session-*.jsonl``), and then against a session id that may be malformed
-or long; an empty file has no session to name.
+bytes; a one-record file is not empty; a file chained throughout (or from line 2) says so; a
+canonical line holding a float (which the fast check leaves to the exact one) is canonical; a file
+name is checked only when it looks like a session's (``session-*.jsonl``), and then against a
+session id that may be malformed or long; an empty file has no session to name.
 """
 
 from __future__ import annotations
