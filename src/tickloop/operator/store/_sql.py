@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from tickloop.errors import StoreError, ValidationError
 from tickloop.operator.domain import check_text
@@ -101,20 +101,24 @@ class Tx:
         bound = check_params(params, self._adapt_time)
         try:
             cursor: Cursor = self._conn.execute(self._queries[query], bound)
-        except Exception as exc:
-            raise self._translated(exc, params) from exc
+        except Exception as exc:  # noqa: BLE001  (re-raised by _reraise: translated, or as it was)
+            self._reraise(exc, params)
         return cursor
 
-    def _translated(self, exc: Exception, params: Mapping[str, Any]) -> Exception:
-        return self._translate(exc, params) or exc
+    def _reraise(self, exc: Exception, params: Mapping[str, Any]) -> NoReturn:
+        """The store's own error for ``exc`` when there is one, else ``exc`` itself as it was."""
+        error = self._translate(exc, params)
+        if error is None:
+            raise exc
+        raise error from exc
 
     def rows(self, query: str, /, **params: Any) -> list[Row]:
         """All rows of the query (RETURNING rows for a write)."""
         cursor = self._execute(query, params)
         try:  # a statement can also fail while it steps (a read interrupted at its deadline)
             return list(cursor.fetchall())
-        except Exception as exc:
-            raise self._translated(exc, params) from exc
+        except Exception as exc:  # noqa: BLE001  (re-raised by _reraise: translated, or as it was)
+            self._reraise(exc, params)
 
     def one(self, query: str, /, **params: Any) -> Row | None:
         """The first row, or None."""
