@@ -24,7 +24,8 @@ Exit codes (``tickloop operator tick``):
 0    the tick ran and recorded its row (done, staged, noop, refused, gate_stop, blocked)
 1    the tick failed; its row says why
 2    bad usage, configuration or profile: no row could be written (the message says why)
-128+N interrupted by signal N after flushing a ``failed`` row (143 for SIGTERM, 130 for SIGINT)
+128+N interrupted by signal N (143 for SIGTERM, 130 for SIGINT). Its row is a ``failed`` one naming
+     the signal, or the tick's own if the signal came while that row was being written
 ==== ==================================================================================
 """
 

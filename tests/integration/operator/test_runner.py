@@ -71,6 +71,7 @@ def test_sigterm_at_random_moments_leaves_exactly_one_row_each_time(
     exactly one (a `failed` row naming the signal, or the tick's own row if it had finished)."""
     rng = random.Random(1234)
     outcomes: dict[int, int] = {}
+    interrupted = 0
     for _ in range(30):
         before = len(rows(tmp_path))
         with subprocess.Popen(
@@ -92,8 +93,11 @@ def test_sigterm_at_random_moments_leaves_exactly_one_row_each_time(
             assert code in (0, 143), code
             assert len(found) == before + 1
             if code == 143:
-                assert found[0] == ("failed", "interrupted by SIGTERM")
-    assert outcomes.get(143, 0) >= 5, outcomes  # the handler path really was exercised
+                # The handler wrote the failed row, or the signal came while the tick's own row was
+                # being written: the handler then only notes the exit code and lets that row stand.
+                assert found[0] == ("failed", "interrupted by SIGTERM") or found[0][0] != "failed", found[0]
+                interrupted += found[0][0] == "failed"
+    assert interrupted >= 5, outcomes  # the handler's own flush really was exercised
 
 
 def test_a_tick_that_raises_leaves_one_failed_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
