@@ -31,7 +31,8 @@ def tick(kind: str, profile: str, day: datetime | None, dry_run: bool) -> None: 
 
     Exit codes: 0 the tick ran (done, staged, noop, refused, gate_stop, blocked); 1 it failed (its row
     says why); 2 bad usage, configuration or profile (no row could be written); 128+N interrupted by
-    signal N (the row is a failed one, or the tick's own if it was being written). Secrets come from the environment or the env file, never argv.
+    signal N (its row is a failed one, or the tick's own if that was being written). Secrets come
+    from the environment or the env file, never argv.
     """
     if kind != "executor" and (day is not None or dry_run):
         raise click.UsageError("--day and --dry-run apply to the executor tick only")

@@ -53,7 +53,8 @@ class VerifyReport:
             extras.append(f"{len(self.open_runs)} open run{'s' if len(self.open_runs) > 1 else ''}")
         extras += self.notes
         if self.sealed is not None and self.ok:
-            extras.append(f"seal of {self.sealed.records} records matches")
+            count = self.sealed.records
+            extras.append(f"seal of {count} record{'s' if count != 1 else ''} matches")
         state = "ok" if self.ok else f"{self.violation_count} violation(s)"
         tail = "".join(f", {extra}" for extra in extras)
         return f"{state}: {self.records} records, {self.runs} runs, {self.enqueued} time steps enqueued{tail}"

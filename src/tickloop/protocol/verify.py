@@ -179,13 +179,15 @@ class Verifier(RunMachine):
 
     def _one_text_per_id(self, lineno: int, policy_id: str, sha: str, size: int) -> None:
         """Through a file, a policy id names one frozen text: one sha256 and one byte count."""
-        known = self.policies.setdefault(policy_id, (sha, size, lineno))
-        if known[:2] != (sha, size):
-            self.fail(
-                lineno,
-                "verify.policy_conflict",
-                f"policy {policy_id!r} has sha256 {sha[:12]} here, {str(known[0])[:12]} on line {known[2]}",
-            )
+        known_sha, known_size, line = self.policies.setdefault(policy_id, (sha, size, lineno))
+        if known_sha != sha:
+            here, there = f"sha256 {sha[:12]}", f"{str(known_sha)[:12]}"
+        elif known_size != size:  # the same digest with another byte count: named by what differs
+            here, there = f"timeStepBytes {size}", f"{known_size}"
+        else:
+            return
+        said = f"policy {policy_id!r} has {here} here, {there} on line {line}"
+        self.fail(lineno, "verify.policy_conflict", said)
 
     # -- the end -------------------------------------------------------------------------------------
 
