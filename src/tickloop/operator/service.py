@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -24,6 +23,8 @@ from tickloop.operator.domain import (
 from tickloop.operator.store import Store, open_store
 
 if TYPE_CHECKING:  # staging pulls in the handlers; only the faces that stage import it
+    from pathlib import Path  # (and a one-shot tick never imports pathlib: tickloop.dirs says why)
+
     from tickloop.config import Settings
     from tickloop.operator.gate import GateSettings
     from tickloop.operator.staging import Draft, Staged

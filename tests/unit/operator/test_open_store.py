@@ -86,7 +86,7 @@ def test_empty_url_uses_user_data_dir() -> None:
     """No URL configured means a SQLite file under the user data dir (platformdirs, XDG here)."""
     with open_store("") as store:
         assert isinstance(store, SQLiteStore)
-        assert store.path == default_sqlite_path()
+        assert store.path == str(default_sqlite_path())  # a str: the tick path has no pathlib
     assert "data" in str(default_sqlite_path())
 
 

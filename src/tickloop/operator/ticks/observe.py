@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 from tickloop.config import secret, section
@@ -48,29 +47,33 @@ def run(ctx: TickContext) -> TickResult:
     return TickResult(Outcome.DONE if new else Outcome.NOOP, detail=detail, error=errors)
 
 
-def cursor_path(profile: str) -> Path:
-    """``$XDG_STATE_HOME/tickloop/observe/session-<escaped profile>.json``: a safe, injective name."""
-    from tickloop.dirs import user_state_path  # noqa: PLC0415
+def cursor_path(profile: str) -> str:
+    """``$XDG_STATE_HOME/tickloop/observe/session-<escaped profile>.json``: a safe, injective name.
+
+    A ``str``, as every path of this tick: it never imports pathlib (tickloop.dirs says why)."""
+    from tickloop.dirs import user_dir  # noqa: PLC0415
     from tickloop.filenames import session_file_name  # noqa: PLC0415
 
-    return user_state_path() / "observe" / Path(session_file_name(profile)).with_suffix(".json").name
+    name = os.path.splitext(session_file_name(profile))[0] + ".json"
+    return os.path.join(user_dir("state"), "observe", name)
 
 
-def load_cursors(path: Path) -> dict[str, Any]:
+def load_cursors(path: str) -> dict[str, Any]:
     """The saved cursors; a missing or unreadable file starts fresh (each source records a baseline)."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as handle:
+            value = json.load(handle)
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
 
 
-def save_cursors(path: Path, cursors: dict[str, Any]) -> None:
+def save_cursors(path: str, cursors: dict[str, Any]) -> None:
     """Write atomically (temp file, fsync, rename), so a crash leaves the old or the new file."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
+    os.makedirs(os.path.dirname(path), exist_ok=True, mode=0o700)
+    tmp = os.path.splitext(path)[0] + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
         json.dump(cursors, handle, sort_keys=True)
         handle.flush()
         os.fsync(handle.fileno())
-    tmp.replace(path)
+    os.replace(tmp, path)
