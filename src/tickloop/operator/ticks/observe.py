@@ -7,9 +7,10 @@ the store deduplicates observations by content hash.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
+
+import msgspec
 
 from tickloop.config import secret, section
 from tickloop.operator.domain import Outcome
@@ -61,8 +62,8 @@ def cursor_path(profile: str) -> str:
 def load_cursors(path: str) -> dict[str, Any]:
     """The saved cursors; a missing or unreadable file starts fresh (each source records a baseline)."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            value = json.load(handle)
+        with open(path, "rb") as handle:
+            value = msgspec.json.decode(handle.read())
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
@@ -72,8 +73,8 @@ def save_cursors(path: str, cursors: dict[str, Any]) -> None:
     """Write atomically (temp file, fsync, rename), so a crash leaves the old or the new file."""
     os.makedirs(os.path.dirname(path), exist_ok=True, mode=0o700)
     tmp = os.path.splitext(path)[0] + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(cursors, handle, sort_keys=True)
+    with open(tmp, "wb") as handle:
+        handle.write(msgspec.json.encode(cursors, order="sorted"))
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
