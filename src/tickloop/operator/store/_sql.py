@@ -15,7 +15,6 @@ from tickloop.errors import StoreError, ValidationError
 from tickloop.operator.domain import check_text
 from tickloop.operator.store._rows import Row
 
-_NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 _PARAM = re.compile(r"(?<![:\w]):(\w+)")
 _INT64 = (-(2**63), 2**63 - 1)
 #: The package's SQL files. A plain path, not importlib.resources: that module costs a one-shot tick
@@ -33,8 +32,13 @@ def load_queries(dialect: str) -> dict[str, str]:
 
 
 def _split(text: str) -> dict[str, str]:
-    parts = _NAME.split(text)
-    return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+    """Each ``-- name: NAME`` line's query, up to the next such line (str methods: a regex split of
+    the files is 1% of a one-shot tick)."""
+    queries = {}
+    for chunk in f"\n{text}".split("\n-- name: ")[1:]:
+        name, _, body = chunk.partition("\n")
+        queries[name.strip()] = body.strip()
+    return queries
 
 
 def to_pyformat(sql: str) -> str:
