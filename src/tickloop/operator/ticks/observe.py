@@ -8,7 +8,8 @@ the store deduplicates observations by content hash.
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -16,15 +17,13 @@ from tickloop.config import secret, section
 from tickloop.operator.domain import Outcome
 from tickloop.operator.runner import TickContext, TickResult
 
+if TYPE_CHECKING:
+    from tickloop.operator.sources import Observation, SourceFailure
+
 
 def run(ctx: TickContext) -> TickResult:
-    from tickloop.operator.sources import SourcesSettings, collect  # noqa: PLC0415
-
-    sources = section(ctx.settings, "sources", SourcesSettings)
     path = cursor_path(ctx.profile)
-    found = collect(
-        sources, load_cursors(path), ctx.clock.now(), secret=lambda n: secret(n, ctx.settings, ctx.env)
-    )
+    observations, cursors, failures = _collect(ctx, load_cursors(path))
     now = ctx.clock.now()
     new = sum(
         ctx.store.add_observation(
@@ -36,16 +35,28 @@ def run(ctx: TickContext) -> TickResult:
             tainted=o.tainted,
         )
         is not None
-        for o in found.observations
+        for o in observations
     )
-    save_cursors(path, found.cursors)
-    for failure in found.errors:
+    save_cursors(path, cursors)
+    for failure in failures:
         ctx.log(f"observe: source {failure.source}: {failure.message}")
-    detail = (
-        f"observations={new} duplicates={len(found.observations) - new} source_errors={len(found.errors)}"
-    )
-    errors = "; ".join(f"{f.source}: {f.message}" for f in found.errors)[:2000]
+    detail = f"observations={new} duplicates={len(observations) - new} source_errors={len(failures)}"
+    errors = "; ".join(f"{f.source}: {f.message}" for f in failures)[:2000]
     return TickResult(Outcome.DONE if new else Outcome.NOOP, detail=detail, error=errors)
+
+
+def _collect(
+    ctx: TickContext, cursors: dict[str, Any]
+) -> tuple[Sequence[Observation], Mapping[str, object], Sequence[SourceFailure]]:
+    """What every configured source saw since its cursor: the observations, the new cursors and the
+    failures. No ``[sources]`` table configures none, so the source modules are not even imported."""
+    if not ctx.settings.sources:
+        return (), {}, ()
+    from tickloop.operator.sources import SourcesSettings, collect  # noqa: PLC0415
+
+    sources = section(ctx.settings, "sources", SourcesSettings)
+    found = collect(sources, cursors, ctx.clock.now(), secret=lambda n: secret(n, ctx.settings, ctx.env))
+    return found.observations, found.cursors, found.errors
 
 
 def cursor_path(profile: str) -> str:
@@ -69,7 +80,7 @@ def load_cursors(path: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def save_cursors(path: str, cursors: dict[str, Any]) -> None:
+def save_cursors(path: str, cursors: Mapping[str, object]) -> None:
     """Write atomically (temp file, fsync, rename), so a crash leaves the old or the new file."""
     os.makedirs(os.path.dirname(path), exist_ok=True, mode=0o700)
     tmp = os.path.splitext(path)[0] + ".tmp"
