@@ -10,12 +10,17 @@ passwords) are never settings: they come from the environment or the env file na
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeVar
 
 import msgspec
 
 from tickloop.errors import ConfigError
+
+if TYPE_CHECKING:  # the one-shot ticks never import pathlib (tickloop.dirs says why): str paths here
+    from pathlib import Path
+
+#: A file name as the functions here take it: ``str`` or a ``Path``.
+FileName = str | os.PathLike[str]
 
 _STRUCT = {"frozen": True, "forbid_unknown_fields": True, "rename": "camel", "kw_only": True}
 
@@ -163,21 +168,27 @@ ENV_VARS: dict[str, tuple[str, str]] = {
 CONFIG_ENV = "TICKLOOP_CONFIG"
 
 
-def default_config_path() -> Path:
+def default_config_path() -> "Path":
     """``$XDG_CONFIG_HOME/tickloop/config.toml`` (tickloop.dirs)."""
-    from tickloop.dirs import user_config_path  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
 
-    return user_config_path() / "config.toml"
+    return Path(_default_config_file())
 
 
-def load_settings(env: Mapping[str, str] | None = None, path: Path | None = None) -> Settings:
+def _default_config_file() -> str:
+    from tickloop.dirs import user_dir  # noqa: PLC0415
+
+    return os.path.join(user_dir("config"), "config.toml")
+
+
+def load_settings(env: Mapping[str, str] | None = None, path: FileName | None = None) -> Settings:
     """Build validated, frozen settings. ``env`` defaults to ``os.environ``."""
     env = os.environ if env is None else env
     if path is None and env.get(CONFIG_ENV):
-        path = Path(env[CONFIG_ENV])
+        path = env[CONFIG_ENV]
     data: dict[str, Any] = {}
-    if path is not None or default_config_path().is_file():
-        data = _read_toml(path or default_config_path(), required=path is not None)
+    if path is not None or os.path.isfile(_default_config_file()):
+        data = _read_toml(path or _default_config_file(), required=path is not None)
     for var, (section, key) in ENV_VARS.items():
         if var in env:
             target = data.setdefault(section, {}) if section else data
@@ -190,11 +201,12 @@ def load_settings(env: Mapping[str, str] | None = None, path: Path | None = None
         raise ConfigError(f"invalid configuration: {exc}{_sources(path, env)}") from None
 
 
-def _read_toml(path: Path, *, required: bool) -> dict[str, Any]:
+def _read_toml(path: FileName, *, required: bool) -> dict[str, Any]:
     """The file's tables: none for an empty file, else a previous start's parse of exactly these
     bytes (``tickloop.config_cache``), else the TOML parser's, kept for the next start."""
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as handle:
+            raw = handle.read()
     except FileNotFoundError:
         if required:
             raise ConfigError(f"config file {path} does not exist") from None
@@ -212,7 +224,7 @@ def _read_toml(path: Path, *, required: bool) -> dict[str, Any]:
     return data
 
 
-def _parse_toml(path: Path, raw: bytes) -> dict[str, Any]:
+def _parse_toml(path: FileName, raw: bytes) -> dict[str, Any]:
     import tomllib  # noqa: PLC0415  (an unchanged or empty config file needs no parser)
 
     try:
@@ -223,7 +235,7 @@ def _parse_toml(path: Path, raw: bytes) -> dict[str, Any]:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
 
 
-def _sources(path: Path | None, env: Mapping[str, str]) -> str:
+def _sources(path: FileName | None, env: Mapping[str, str]) -> str:
     used = [var for var in ENV_VARS if var in env]
     where = [f"file {path}"] if path else []
     if used:
@@ -231,11 +243,12 @@ def _sources(path: Path | None, env: Mapping[str, str]) -> str:
     return f" (from {'; '.join(where)})" if where else ""
 
 
-def read_env_file(path: Path) -> dict[str, str]:
+def read_env_file(path: FileName) -> dict[str, str]:
     """Parse a ``KEY=value`` env file (``#`` comments, optional quotes). Errors name the line."""
     values: dict[str, str] = {}
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read env file {path}: {exc}") from None
     for lineno, raw in enumerate(text.splitlines(), start=1):
@@ -259,5 +272,5 @@ def secret(name: str, settings: Settings, env: Mapping[str, str] | None = None) 
     if name in env:
         return env[name]
     if settings.env_file:
-        return read_env_file(Path(settings.env_file).expanduser()).get(name)
+        return read_env_file(os.path.expanduser(settings.env_file)).get(name)
     return None

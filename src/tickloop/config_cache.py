@@ -49,9 +49,9 @@ def cache_path() -> str:
     """``$TICKLOOP_STATE_DIR/config-cache.msgpack``, else in ``$XDG_STATE_HOME/tickloop``."""
     folder = os.environ.get("TICKLOOP_STATE_DIR")
     if not folder:
-        from tickloop.dirs import user_state_path  # noqa: PLC0415
+        from tickloop.dirs import user_dir  # noqa: PLC0415
 
-        folder = str(user_state_path())
+        folder = user_dir("state")
     return os.path.join(folder, CACHE_FILE)  # noqa: PTH118  (str paths: no pathlib work per call)
 
 

@@ -6,13 +6,19 @@ On Linux these follow the XDG Base Directory specification directly: ``$XDG_CONF
 specification says. Elsewhere (macOS, Windows) platformdirs knows the platform's rules. The Linux
 rule is a few lines here because platformdirs' Unix module imports tempfile, shutil and random, a
 cost every one-shot operator tick would pay at start-up.
+
+``user_dir`` gives the same folders as ``str``: the one-shot ticks use it, and never import
+``pathlib`` (with ``urllib.parse`` and ``ipaddress``, which it imports, 0.4x a bare interpreter).
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 APP = "tickloop"
 
@@ -23,17 +29,23 @@ _XDG = {
 }
 
 
-def _user_dir(kind: str) -> Path:
+def user_dir(kind: str) -> str:
+    """The per-user ``"config"``, ``"data"`` or ``"state"`` folder of tickloop, as ``str``."""
     if not sys.platform.startswith("linux"):
         import platformdirs  # noqa: PLC0415  (only where the rules are not XDG's)
 
-        found: Path = getattr(platformdirs, f"user_{kind}_path")(APP)
-        return found
+        return str(getattr(platformdirs, f"user_{kind}_path")(APP))
     variable, fallback = _XDG[kind]
     base = os.environ.get(variable, "").strip()
-    if not os.path.isabs(base):  # noqa: PTH117  (str in, str out; the spec ignores relative paths)
-        base = os.path.join(os.path.expanduser("~"), fallback)  # noqa: PTH111, PTH118
-    return Path(base) / APP
+    if not os.path.isabs(base):  # the spec ignores relative paths
+        base = os.path.join(os.path.expanduser("~"), fallback)
+    return os.path.join(base, APP)
+
+
+def _user_dir(kind: str) -> Path:
+    from pathlib import Path  # noqa: PLC0415  (see the module's doc)
+
+    return Path(user_dir(kind))
 
 
 def user_config_path() -> Path:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -103,6 +105,16 @@ def test_board_hash_golden_vector(store: Store) -> None:
     assert task.id == 1
     # [[1,"Write the report",5,"todo"]]
     assert store.board_hash("p") == "sha256:d498a1d18cef70765170671a40cc697fea2c69fdee99eed2af53669fd4a017ee"
+
+
+def test_board_hash_is_the_documented_json_for_any_title(store: Store) -> None:
+    """Quotes, backslashes, control characters, non-ASCII and U+2028 in titles hash in the documented
+    form: ``json.dumps(rows, separators=(",", ":"), ensure_ascii=False)`` in UTF-8."""
+    for title in ['say "hi" \\ \\n', "tab\tnew\nline\x01\x1f\x7f\r\b\f", "Grüße 🎉 \u2028\u2029\ufeff"]:
+        store.add_task("p", title, priority=-2, now=NOW)
+    rows = [[t.id, t.title, t.priority, str(t.status)] for t in store.list_tasks("p")]
+    canonical = json.dumps(sorted(rows), separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    assert store.board_hash("p") == "sha256:" + hashlib.sha256(canonical).hexdigest()
 
 
 def test_task_status_is_compare_and_set(store: Store) -> None:

@@ -93,7 +93,21 @@ def test_the_executor_staging_and_monitor_modules_load_without_smtplib_ssl_email
 #: What each one-shot path stopped importing (issue 25, section 4): the modules that would bring the
 #: start-up back over its instruction target if they crept back.
 LEAN_PATHS = {
-    "observe": (["operator", "tick", "observe"], ("tomllib", "platform", "asyncio", "click", "smtplib")),
+    "observe": (
+        ["operator", "tick", "observe"],
+        # pathlib and json: issue 25's last 0.5x; no [sources] table: no source module either
+        (
+            "tomllib",
+            "platform",
+            "asyncio",
+            "click",
+            "smtplib",
+            "pathlib",
+            "urllib.parse",
+            "json",
+            "tickloop.operator.sources",
+        ),
+    ),
     "fast": (
         ["operator", "tick", "fast"],
         ("tomllib", "platform", "asyncio", "ssl", "tickloop.models.openai_compat"),
@@ -116,7 +130,8 @@ REAL_CONFIG_HEAVY = {
 @pytest.mark.parametrize("config", ["empty", "real"])
 def test_each_one_shot_path_leaves_its_heavy_modules_unloaded(tmp_path: Path, config: str) -> None:
     """With an empty config file, or an unchanged real one, and the offline model, no tick and no
-    monitor pass imports the TOML parser, ``platform``, asyncio, click, ssl or the OpenAI provider; the
+    monitor pass imports the TOML parser, ``platform``, asyncio, click, ssl or the OpenAI provider, and
+    an observe tick with no sources imports neither pathlib (nor its urllib.parse), json nor a source; the
     import-time objects are frozen out of the cyclic collector, which is back on when the tick's work
     runs."""
     (tmp_path / "config.toml").write_text("\n")

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -24,6 +22,8 @@ from tickloop.operator.domain import (
 from tickloop.operator.store import Store, open_store
 
 if TYPE_CHECKING:  # staging pulls in the handlers; only the faces that stage import it
+    from pathlib import Path  # (and a one-shot tick never imports pathlib: tickloop.dirs says why)
+
     from tickloop.config import Settings
     from tickloop.operator.gate import GateSettings
     from tickloop.operator.staging import Draft, Staged
@@ -197,6 +197,8 @@ def gate_settings(settings: Settings | None = None) -> GateSettings:
 
 def parse_payload(text: str, *, where: str = "payload") -> dict[str, Any]:
     """A JSON object from text (an intent's payload), or a ``ValidationError`` naming ``where``."""
+    import json  # noqa: PLC0415  (an observe tick that finds nothing never loads json)
+
     try:
         data = json.loads(text)
     except ValueError as exc:

@@ -86,7 +86,7 @@ def test_empty_url_uses_user_data_dir() -> None:
     """No URL configured means a SQLite file under the user data dir (platformdirs, XDG here)."""
     with open_store("") as store:
         assert isinstance(store, SQLiteStore)
-        assert store.path == default_sqlite_path()
+        assert store.path == str(default_sqlite_path())  # a str: the tick path has no pathlib
     assert "data" in str(default_sqlite_path())
 
 
@@ -142,3 +142,16 @@ def test_store_package_exports_are_its_public_names() -> None:
         "redact_url",
     }
     assert all(hasattr(store_package, name) for name in store_package.__all__)
+
+
+def test_a_sqlite_path_with_uri_characters_opens_that_very_file(tmp_path: Path) -> None:
+    """Spaces, ``?``, ``#``, ``%`` and non-ASCII in the path are percent-encoded in the file URI the
+    store connects with: the store is the file at that path, in the directories it made (0700)."""
+    path = tmp_path / "a b?c#d%20e ü" / "new dir" / "s.db"
+    with SQLiteStore(path) as store:
+        store.create_profile("p", now=NOW)
+    assert path.is_file()
+    assert [p.name for p in path.parent.parent.iterdir()] == ["new dir"]
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    with SQLiteStore(str(path), create=False) as store:
+        assert store.get_profile("p").name == "p"

@@ -7,7 +7,6 @@ ASCII escaping, UTF-8, no NaN. ``content_hash`` is ``"sha256:" + hex`` of the ca
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import msgspec
@@ -20,6 +19,8 @@ MAX_PAYLOAD_BYTES = 65_536
 
 def canonical_json(value: Any) -> bytes:
     """The canonical JSON encoding of ``value`` (sorted keys, compact, UTF-8)."""
+    import json  # noqa: PLC0415  (an observe tick that finds nothing never loads json)
+
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     return text.encode("utf-8")
 

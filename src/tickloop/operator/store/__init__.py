@@ -12,11 +12,15 @@ URL                         backend
 
 from __future__ import annotations
 
+import os
 import re
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tickloop.errors import StoreError
 from tickloop.operator.store.base import EPOCH, Ending, Store
+
+if TYPE_CHECKING:  # a one-shot tick never imports pathlib (tickloop.dirs says why)
+    from pathlib import Path
 
 __all__ = ["EPOCH", "Ending", "Store", "default_sqlite_path", "open_store", "redact_url"]
 
@@ -45,9 +49,15 @@ def redact_url(url: str) -> str:
 
 def default_sqlite_path() -> Path:
     """Where the store lives when no URL is configured."""
-    from tickloop.dirs import user_data_path  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
 
-    return user_data_path() / "operator.sqlite3"
+    return Path(_default_sqlite_file())
+
+
+def _default_sqlite_file() -> str:
+    from tickloop.dirs import user_dir  # noqa: PLC0415
+
+    return os.path.join(user_dir("data"), "operator.sqlite3")
 
 
 def open_store(url: str = "", *, migrate: bool = True, create: bool = True) -> Store:
@@ -60,7 +70,7 @@ def open_store(url: str = "", *, migrate: bool = True, create: bool = True) -> S
     """
     safe = redact_url(url)
     if url == "":
-        return _sqlite(default_sqlite_path(), None, migrate=migrate, create=create)
+        return _sqlite(_default_sqlite_file(), None, migrate=migrate, create=create)
     if url == "memory://" or url.startswith("memory://"):
         from tickloop.operator.store.sqlite import SQLiteMemoryStore  # noqa: PLC0415
 
@@ -70,12 +80,12 @@ def open_store(url: str = "", *, migrate: bool = True, create: bool = True) -> S
         if not path or "?" in path or "#" in path:
             raise StoreError(f"malformed SQLite store URL {safe}: use sqlite:///absolute/path.db")
         if not path.startswith("/"):
-            suggestion = f"sqlite://{Path.cwd() / path}"
+            suggestion = f"sqlite://{os.path.join(os.getcwd(), path)}"
             raise StoreError(
                 f"relative SQLite store URL {safe}: the path must be absolute, with three slashes: "
                 f"sqlite:///abs/path.db (here perhaps {redact_url(suggestion)})"
             )
-        return _sqlite(Path(path), safe, migrate=migrate, create=create)
+        return _sqlite(path, safe, migrate=migrate, create=create)
     if url.startswith(("postgresql://", "postgres://")):
         return _postgres(url, safe, migrate=migrate)
     raise StoreError(
@@ -84,7 +94,7 @@ def open_store(url: str = "", *, migrate: bool = True, create: bool = True) -> S
     )
 
 
-def _sqlite(path: Path, safe: str | None, *, migrate: bool, create: bool) -> Store:
+def _sqlite(path: str, safe: str | None, *, migrate: bool, create: bool) -> Store:
     from tickloop.operator.store.sqlite import SQLiteStore  # noqa: PLC0415
 
     return SQLiteStore(path, url=safe, migrate=migrate, create=create)

@@ -3,7 +3,6 @@ PostgreSQL gives datetimes and booleans; both come out the same)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -41,11 +40,19 @@ Row = Mapping[str, Any]
 
 def dumps(name: str, value: Any) -> str:
     """Canonical JSON (sorted keys, compact, ASCII) for a JSON column; refuses what JSON can't hold."""
+    import json  # noqa: PLC0415  (an observe tick that finds nothing never loads json)
+
     try:
         text = json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValidationError(f"{name}: not JSON-serialisable: {exc}") from None
     return check_text(name, text)
+
+
+def _loads(text: str) -> Any:
+    import json  # noqa: PLC0415  (an observe tick that finds nothing never loads json)
+
+    return json.loads(text)
 
 
 def iso(moment: datetime) -> str:
@@ -81,7 +88,7 @@ def goal(r: Row) -> GoalModel:
         status=GoalStatus(r["status"]),
         title=r["title"],
         body=r["body"],
-        data=json.loads(r["data"]),
+        data=_loads(r["data"]),
         created_at=ts(r["created_at"]),
         activated_at=ts_or_none(r["activated_at"]),
     )
@@ -120,17 +127,17 @@ def intent(r: Row) -> Intent:
         action_type=r["action_type"],
         title=r["title"],
         recipient=r["recipient"],
-        payload=json.loads(r["payload"]),
+        payload=_loads(r["payload"]),
         tier=Tier(r["tier"]),
         status=IntentStatus(r["status"]),
         verdict=None if r["verdict"] is None else Verdict(r["verdict"]),
-        verdict_reasons=tuple(json.loads(r["verdict_reasons"])),
+        verdict_reasons=tuple(_loads(r["verdict_reasons"])),
         decision_id=None if r["decision_id"] is None else int(r["decision_id"]),
         claim_owner=r["claim_owner"],
         claimed_at=ts_or_none(r["claimed_at"]),
         claim_prior=None if r["claim_prior"] is None else IntentStatus(r["claim_prior"]),
         dry_run=bool(r["dry_run"]),
-        result=None if r["result"] is None else json.loads(r["result"]),
+        result=None if r["result"] is None else _loads(r["result"]),
         handoff=bool(r["handoff"]),
         origin=IntentOrigin(r["origin_tick"], bool(r["origin_tainted"])),
         created_at=ts(r["created_at"]),
@@ -172,7 +179,7 @@ def observation(r: Row) -> Observation:
         source=r["source"],
         content_hash=r["content_hash"],
         tainted=bool(r["tainted"]),
-        payload=json.loads(r["payload"]),
+        payload=_loads(r["payload"]),
         observed_at=ts(r["observed_at"]),
     )
 

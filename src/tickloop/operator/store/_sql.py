@@ -4,36 +4,41 @@ transaction object (``Tx``) with three calls, and parameter checks before anythi
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from enum import Enum
-from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
 from tickloop.errors import StoreError, ValidationError
 from tickloop.operator.domain import check_text
 from tickloop.operator.store._rows import Row
 
-_NAME = re.compile(r"^-- name: (\w+)\s*$", re.MULTILINE)
 _PARAM = re.compile(r"(?<![:\w]):(\w+)")
 _INT64 = (-(2**63), 2**63 - 1)
 #: The package's SQL files. A plain path, not importlib.resources: that module costs a one-shot tick
-#: tempfile, shutil and zipfile at start-up, and tickloop is always installed as files.
-_SQL_DIR = Path(__file__).parent / "sql"
+#: tempfile, shutil and zipfile at start-up, and tickloop is always installed as files. A str, as
+#: a one-shot tick never imports pathlib (tickloop.dirs says why).
+_SQL_DIR = os.path.join(os.path.dirname(__file__), "sql")
 
 
 @functools.cache  # read once per process: tests open thousands of stores; nobody mutates the dict
 def load_queries(dialect: str) -> dict[str, str]:
     """The shared ``queries.sql`` overlaid with ``sql/<dialect>/queries.sql``, by name."""
-    queries = _split((_SQL_DIR / "queries.sql").read_text(encoding="utf-8"))
-    queries.update(_split((_SQL_DIR / dialect / "queries.sql").read_text(encoding="utf-8")))
+    queries = _split(_read(os.path.join(_SQL_DIR, "queries.sql")))
+    queries.update(_split(_read(os.path.join(_SQL_DIR, dialect, "queries.sql"))))
     return queries
 
 
 def _split(text: str) -> dict[str, str]:
-    parts = _NAME.split(text)
-    return {name: body.strip() for name, body in zip(parts[1::2], parts[2::2], strict=True)}
+    """Each ``-- name: NAME`` line's query, up to the next such line (str methods: a regex split of
+    the files is 1% of a one-shot tick)."""
+    queries = {}
+    for chunk in f"\n{text}".split("\n-- name: ")[1:]:
+        name, _, body = chunk.partition("\n")
+        queries[name.strip()] = body.strip()
+    return queries
 
 
 def to_pyformat(sql: str) -> str:
@@ -44,13 +49,18 @@ def to_pyformat(sql: str) -> str:
 def migrations(dialect: str, *, after: int = 0) -> list[tuple[int, str, str]]:
     """``(version, name, sql)`` for every ``NNNN_name.sql`` of the dialect above version ``after``, in
     order: an up-to-date store reads none of the files."""
-    folder = _SQL_DIR / dialect
+    folder = os.path.join(_SQL_DIR, dialect)
     found = []
-    for entry in folder.iterdir():
-        match = re.fullmatch(r"(\d{4})_(\w+)\.sql", entry.name)
+    for name in os.listdir(folder):
+        match = re.fullmatch(r"(\d{4})_(\w+)\.sql", name)
         if match and int(match[1]) > after:
-            found.append((int(match[1]), match[2], entry.read_text(encoding="utf-8")))
+            found.append((int(match[1]), match[2], _read(os.path.join(folder, name))))
     return sorted(found)
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
 
 
 def check_params(params: Mapping[str, Any], adapt_time: Callable[[datetime], Any]) -> dict[str, Any]:

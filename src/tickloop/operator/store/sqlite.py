@@ -10,7 +10,6 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any, ClassVar
 
 from tickloop.errors import ConflictError, NotFoundError, StoreBusyError, StoreError
@@ -21,47 +20,51 @@ from tickloop.system import pid_alive
 
 #: How long a writer waits for another process's write lock before giving up (milliseconds).
 BUSY_TIMEOUT_MS = 30_000
+#: What a file URI keeps as it is (the rest is percent-encoded): ``pathlib``'s choice for ``as_uri``.
+_URI_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/")
 _RECORD = "INSERT INTO tickloop_migrations VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
 
 
 class SQLiteStore(SqlStore):
-    """A store in one SQLite file, shared safely by many one-shot processes on one machine."""
+    """A store in one SQLite file, shared safely by many one-shot processes on one machine.
+
+    ``path`` is kept as ``str``: a one-shot tick never imports pathlib (tickloop.dirs says why)."""
 
     def __init__(
         self,
-        path: Path,
+        path: str | os.PathLike[str],
         *,
         url: str | None = None,
         migrate: bool = True,
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         create: bool = True,
     ) -> None:
-        self.url = url or f"sqlite://{path}"
-        self.path = path
+        self.path = os.fspath(path)
+        self.url = url or f"sqlite://{self.path}"
         self.busy_timeout_ms = busy_timeout_ms
         self._queries = load_queries("sqlite")
         # One connection per store; the lock keeps a threaded caller from interleaving transactions.
         self._lock = threading.RLock()
         self._readers: list[SqlStore] = []  #: loop readers, closed with this store
-        self._ensure_file(path, create=create)
-        self._conn = self._connect(path)
+        self._ensure_file(self.path, create=create)
+        self._conn = self._connect(self.path)
         if migrate:
             self.migrate()
 
-    def _ensure_file(self, path: Path, *, create: bool) -> None:
+    def _ensure_file(self, path: str, *, create: bool) -> None:
         """Make the file (0600, in 0700 directories) when ``create``; else it must exist."""
         if create:
             _create_private(path, self.url)
-        elif not path.is_file():
+        elif not os.path.isfile(path):
             raise StoreError(_missing(path, self.url))
 
-    def _connect(self, path: Path) -> sqlite3.Connection:
+    def _connect(self, path: str) -> sqlite3.Connection:
         try:
             # mode=rw: the file exists by now (made 0600 above); connecting never creates one, so a
             # file removed meanwhile is an error rather than a new, empty, world-readable store.
             # isolation_level=None: we issue BEGIN ourselves, so every write can be BEGIN IMMEDIATE.
             conn = sqlite3.connect(
-                f"{path.absolute().as_uri()}?mode=rw",
+                f"{_file_uri(path)}?mode=rw",
                 uri=True,
                 isolation_level=None,
                 check_same_thread=False,
@@ -267,15 +270,26 @@ class SQLiteStore(SqlStore):
             )
 
 
-def _missing(path: Path, url: str) -> str:
+def _file_uri(path: str) -> str:
+    """``file:///abs/path``, percent-encoded, for ``sqlite3.connect(..., uri=True)``."""
+    raw = os.fsencode(os.path.abspath(path))
+    return "file://" + "".join(chr(b) if b in _URI_SAFE else f"%{b:02X}" for b in raw)
+
+
+def _parent(path: str) -> str:
+    """The folder ``path`` is in (``.`` for a bare name), as ``Path.parent`` says."""
+    return os.path.dirname(path) or "."
+
+
+def _missing(path: str, url: str) -> str:
     """Which part of a store's path is missing, and the commands that create it."""
     where = f"the file {path} does not exist"
-    if not path.parent.is_dir():
-        missing = path.parent
-        while not missing.parent.is_dir() and missing.parent != missing:
-            missing = missing.parent
+    if not os.path.isdir(_parent(path)):
+        missing = _parent(path)
+        while not os.path.isdir(_parent(missing)) and _parent(missing) != missing:
+            missing = _parent(missing)
         where = f"the directory {missing} does not exist"
-    elif path.exists():
+    elif os.path.exists(path):
         where = f"{path} is not a regular file"
     return (
         f"no SQLite store at {url}: {where}; create it with `tickloop operator init` "
@@ -283,18 +297,18 @@ def _missing(path: Path, url: str) -> str:
     )
 
 
-def _create_private(path: Path, url: str) -> None:
+def _create_private(path: str, url: str) -> None:
     """Make the store's missing directories (0700) and its file (0600); an existing one is kept."""
     try:
         missing = []
-        parent = path.parent
-        while not parent.exists():
+        parent = _parent(path)
+        while not os.path.exists(parent):
             missing.append(parent)
-            parent = parent.parent
+            parent = _parent(parent)
         for directory in reversed(missing):
             with contextlib.suppress(FileExistsError):  # another process made it meanwhile
-                directory.mkdir(mode=0o700)
-                directory.chmod(0o700)  # mkdir's mode is cut by the umask; never widened by it
+                os.mkdir(directory, mode=0o700)
+                os.chmod(directory, 0o700)  # mkdir's mode is cut by the umask; never widened by it
         # The WAL and shared-memory files SQLite makes later take this file's mode.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         os.close(fd)
@@ -358,7 +372,7 @@ class SQLiteMemoryStore(SQLiteStore):
     _template_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, *, url: str = "memory://", migrate: bool = True) -> None:
-        super().__init__(Path(":memory:"), url=url, migrate=False)
+        super().__init__(":memory:", url=url, migrate=False)
         if migrate:  # the copy is fully migrated: nothing is left to apply
             self._conn.deserialize(self._migrated())
 
@@ -371,13 +385,13 @@ class SQLiteMemoryStore(SQLiteStore):
                 cls._template = built._conn
             return cls._template.serialize()
 
-    def _ensure_file(self, path: Path, *, create: bool) -> None:
+    def _ensure_file(self, path: str, *, create: bool) -> None:
         """No file: the database lives in this process only (a file named ``:memory:`` was once made)."""
 
     def loop_reader(self, timeout_s: float) -> None:
         """None: the database lives on this store's one connection, so reads take the lock too."""
 
-    def _connect(self, path: Path) -> sqlite3.Connection:  # noqa: ARG002  (always a new :memory:)
+    def _connect(self, path: str) -> sqlite3.Connection:  # noqa: ARG002  (always a new :memory:)
         try:
             conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
             old: sqlite3.Connection | None = getattr(self, "_conn", None)

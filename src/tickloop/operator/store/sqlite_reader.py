@@ -18,7 +18,7 @@ import math
 import sqlite3
 import time
 from contextlib import AbstractContextManager
-from pathlib import Path
+from os import PathLike
 
 from tickloop.errors import StoreError
 from tickloop.operator.store._sql import Tx
@@ -33,13 +33,13 @@ class SQLiteLoopReader(SQLiteStore):
     """The store's file through a connection that only reads (``query_only``), each read transaction
     bounded by ``timeout_s``. For one thread: the event loop's."""
 
-    def __init__(self, path: Path, *, url: str, timeout_s: float) -> None:
+    def __init__(self, path: str | PathLike[str], *, url: str, timeout_s: float) -> None:
         self.timeout_s = timeout_s
         self._deadline = math.inf
         busy_ms = max(1, math.ceil(timeout_s * 1000))
         super().__init__(path, url=url, migrate=False, busy_timeout_ms=busy_ms, create=False)
 
-    def _connect(self, path: Path) -> sqlite3.Connection:
+    def _connect(self, path: str) -> sqlite3.Connection:
         conn = super()._connect(path)
         try:
             conn.execute("PRAGMA query_only=ON")

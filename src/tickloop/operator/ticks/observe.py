@@ -7,24 +7,23 @@ the store deduplicates observations by content hash.
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from tickloop.config import secret, section
 from tickloop.operator.domain import Outcome
 from tickloop.operator.runner import TickContext, TickResult
 
+if TYPE_CHECKING:
+    from tickloop.operator.sources import Observation, SourceFailure
+
 
 def run(ctx: TickContext) -> TickResult:
-    from tickloop.operator.sources import SourcesSettings, collect  # noqa: PLC0415
-
-    sources = section(ctx.settings, "sources", SourcesSettings)
     path = cursor_path(ctx.profile)
-    found = collect(
-        sources, load_cursors(path), ctx.clock.now(), secret=lambda n: secret(n, ctx.settings, ctx.env)
-    )
+    observations, cursors, failures = _collect(ctx, load_cursors(path))
     now = ctx.clock.now()
     new = sum(
         ctx.store.add_observation(
@@ -36,41 +35,57 @@ def run(ctx: TickContext) -> TickResult:
             tainted=o.tainted,
         )
         is not None
-        for o in found.observations
+        for o in observations
     )
-    save_cursors(path, found.cursors)
-    for failure in found.errors:
+    save_cursors(path, cursors)
+    for failure in failures:
         ctx.log(f"observe: source {failure.source}: {failure.message}")
-    detail = (
-        f"observations={new} duplicates={len(found.observations) - new} source_errors={len(found.errors)}"
-    )
-    errors = "; ".join(f"{f.source}: {f.message}" for f in found.errors)[:2000]
+    detail = f"observations={new} duplicates={len(observations) - new} source_errors={len(failures)}"
+    errors = "; ".join(f"{f.source}: {f.message}" for f in failures)[:2000]
     return TickResult(Outcome.DONE if new else Outcome.NOOP, detail=detail, error=errors)
 
 
-def cursor_path(profile: str) -> Path:
-    """``$XDG_STATE_HOME/tickloop/observe/session-<escaped profile>.json``: a safe, injective name."""
-    from tickloop.dirs import user_state_path  # noqa: PLC0415
+def _collect(
+    ctx: TickContext, cursors: dict[str, Any]
+) -> tuple[Sequence[Observation], Mapping[str, object], Sequence[SourceFailure]]:
+    """What every configured source saw since its cursor: the observations, the new cursors and the
+    failures. No ``[sources]`` table configures none, so the source modules are not even imported."""
+    if not ctx.settings.sources:
+        return (), {}, ()
+    from tickloop.operator.sources import SourcesSettings, collect  # noqa: PLC0415
+
+    sources = section(ctx.settings, "sources", SourcesSettings)
+    found = collect(sources, cursors, ctx.clock.now(), secret=lambda n: secret(n, ctx.settings, ctx.env))
+    return found.observations, found.cursors, found.errors
+
+
+def cursor_path(profile: str) -> str:
+    """``$XDG_STATE_HOME/tickloop/observe/session-<escaped profile>.json``: a safe, injective name.
+
+    A ``str``, as every path of this tick: it never imports pathlib (tickloop.dirs says why)."""
+    from tickloop.dirs import user_dir  # noqa: PLC0415
     from tickloop.filenames import session_file_name  # noqa: PLC0415
 
-    return user_state_path() / "observe" / Path(session_file_name(profile)).with_suffix(".json").name
+    name = os.path.splitext(session_file_name(profile))[0] + ".json"
+    return os.path.join(user_dir("state"), "observe", name)
 
 
-def load_cursors(path: Path) -> dict[str, Any]:
+def load_cursors(path: str) -> dict[str, Any]:
     """The saved cursors; a missing or unreadable file starts fresh (each source records a baseline)."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as handle:
+            value = msgspec.json.decode(handle.read())
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
 
 
-def save_cursors(path: Path, cursors: dict[str, Any]) -> None:
+def save_cursors(path: str, cursors: Mapping[str, object]) -> None:
     """Write atomically (temp file, fsync, rename), so a crash leaves the old or the new file."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        json.dump(cursors, handle, sort_keys=True)
+    os.makedirs(os.path.dirname(path), exist_ok=True, mode=0o700)
+    tmp = os.path.splitext(path)[0] + ".tmp"
+    with open(tmp, "wb") as handle:
+        handle.write(msgspec.json.encode(cursors, order="sorted"))
         handle.flush()
         os.fsync(handle.fileno())
-    tmp.replace(path)
+    os.replace(tmp, path)

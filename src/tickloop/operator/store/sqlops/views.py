@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -136,6 +135,8 @@ class ViewOps(SqlBase):
     def observations_by_id(self, profile: str, ids: Sequence[int]) -> list[Observation]:
         if not ids:
             return []
+        import json  # noqa: PLC0415  (an observe tick that finds nothing never loads json)
+
         with self._read() as tx:
             found = tx.rows("observations_by_id", profile=profile, ids=json.dumps([int(i) for i in ids]))
         return [rows.observation(r) for r in found]
