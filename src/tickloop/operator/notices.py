@@ -203,10 +203,12 @@ def local_day_start(now: datetime, zone: str) -> datetime:
     return datetime.combine(local.date(), time(0), tzinfo=ZoneInfo(zone))
 
 
-def attention_records(store: Store, profile: str, *, since: datetime = EPOCH) -> list[AttentionRecord]:
-    """Every recorded decision since ``since``, newest first."""
-    notes = store.list_notifications(profile, since=since, limit=100_000)
-    return [read_record(n) for n in notes if n.channel == ATTENTION and n.kind == ATTENTION]
+def attention_records(
+    store: Store, profile: str, *, since: datetime = EPOCH, limit: int = 100_000
+) -> list[AttentionRecord]:
+    """Every recorded decision since ``since`` (the newest ``limit``), newest first."""
+    notes = store.list_notifications(profile, since=since, limit=limit, channel=ATTENTION, kind=ATTENTION)
+    return [read_record(n) for n in notes]
 
 
 # -- candidates from the loop's other parts ------------------------------------------------------------
