@@ -191,8 +191,8 @@ def read_record(note: Notification) -> AttentionRecord:
 
 def _json(text: str) -> dict[str, Any]:
     try:
-        value = json.loads(text)
-    except ValueError:
+        value = msgspec.json.decode(text)  # in C: the attention page decodes up to 1,000 of these
+    except msgspec.DecodeError:
         return {}
     return value if isinstance(value, dict) else {}
 
