@@ -36,7 +36,7 @@ def cells(values: Iterable[str]) -> list[str]:
     no inert text holds one (a NUL shows as ``\\u0000``), so escaping the NUL-joined texts and
     splitting them at the NULs gives each text's own escape."""
     lines = [t if t.isprintable() else inert(t, keep_newlines=False) for t in values]
-    return str(escape(_SEP.join(lines))).split(_SEP)
+    return str(escape(_SEP.join(lines))).split(_SEP) if lines else []
 
 
 #: "00" to "99", for a time's fields by lookup: ``isoformat`` formats each with C's sprintf, which

@@ -13,7 +13,7 @@ from tickloop.config import Settings
 from tickloop.operator.domain import Outcome, PlanStep, ProgressRow, StepStatus, Task, TaskStatus
 from tickloop.operator.notices import AttentionRecord
 from tickloop.web.guard import Guards, WebConfig
-from tickloop.web.rows import attention_rows, plan_items, progress_rows, task_items, when
+from tickloop.web.rows import attention_rows, cells, plan_items, progress_rows, task_items, when
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 #: the templates' loops these functions replaced, rendered by the dashboard's own environment
@@ -114,6 +114,15 @@ def test_board_items_are_what_the_template_drew(
 @given(st.datetimes(timezones=st.timezones()))
 def test_when_is_the_isoformat_of_the_time_in_utc(moment: datetime) -> None:
     assert when(moment) == moment.astimezone(UTC).isoformat(" ", "seconds")[:19]
+
+
+@given(st.lists(texts))
+def test_cells_escape_each_text_as_one_escape_call_per_text_would(values: list[str]) -> None:
+    from markupsafe import escape  # noqa: PLC0415
+
+    from tickloop.inert import inert  # noqa: PLC0415
+
+    assert cells(values) == [str(escape(inert(v, keep_newlines=False))) for v in values]
 
 
 def test_hostile_text_stays_inert_text() -> None:
