@@ -1,12 +1,15 @@
-"""Helpers shared by the benchmarks: timing, percentiles and one uniform ratio line."""
+"""Helpers shared by the benchmarks: timing, instruction counts, percentiles and one uniform ratio line."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from statistics import median
+
+_COLLECTED = re.compile(r"Collected : (\d+)")
 
 
 def rate(fn: Callable[[], None], *, seconds: float = 1.0, min_calls: int = 10) -> float:
@@ -19,6 +22,22 @@ def rate(fn: Callable[[], None], *, seconds: float = 1.0, min_calls: int = 10) -
         elapsed = time.perf_counter() - start
         if elapsed >= seconds and calls >= min_calls:
             return calls / elapsed
+
+
+def instructions(argv: list[str], env: dict[str, str]) -> int:
+    """The instructions ``argv`` executes, counted by callgrind (``valgrind`` must be installed)."""
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    found = _COLLECTED.search(done.stderr)
+    if found is None:
+        raise RuntimeError(f"callgrind reported no count for {argv}: {done.stderr[-500:]}")
+    return int(found[1])
 
 
 def percentile(samples: list[float], pct: float) -> float:

@@ -14,14 +14,13 @@ Targets: observe <= 4.5, fast <= 8, executor <= 6, monitor <= 6. Without valgrin
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from bench._util import report_rounds
+from bench._util import instructions, report_rounds
 
 #: (name, argv after ``python -m tickloop``, target)
 COMMANDS = [
@@ -35,7 +34,6 @@ CONFIGS = [
     ("empty config", []),
     ("real config", ["--quiet", "22-7", "--channel", "console"]),
 ]
-_COLLECTED = re.compile(r"Collected : (\d+)")
 
 
 def _installation(root: Path, init_options: list[str]) -> dict[str, str]:
@@ -67,21 +65,6 @@ def _tickloop(argv: list[str], env: dict[str, str], *, check: bool) -> None:
     )
 
 
-def _instructions(argv: list[str], env: dict[str, str]) -> int:
-    done = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
-    found = _COLLECTED.search(done.stderr)
-    if found is None:
-        raise RuntimeError(f"callgrind reported no count for {argv}: {done.stderr[-500:]}")
-    return int(found[1])
-
-
 def run(quick: bool) -> None:  # noqa: FBT001  (the bench runner's fixed signature)
     if shutil.which("valgrind") is None:
         print("start-up instruction counts: valgrind is not installed (apt-get install valgrind); skipped")
@@ -93,7 +76,7 @@ def run(quick: bool) -> None:  # noqa: FBT001  (the bench runner's fixed signatu
             for name, argv, target in COMMANDS:
                 counts, baselines = [], []
                 for _ in range(rounds):
-                    baselines.append(_instructions([sys.executable, "-c", "pass"], env))
-                    counts.append(_instructions([sys.executable, "-m", "tickloop", *argv], env))
+                    baselines.append(instructions([sys.executable, "-c", "pass"], env))
+                    counts.append(instructions([sys.executable, "-m", "tickloop", *argv], env))
                 label = f"start-up instructions: {name}, {config}"
                 report_rounds(label, counts, baselines, target=target, unit="")

@@ -32,8 +32,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from bench._util import percentile
-from bench.bench_startup import _instructions
+from bench._util import instructions, percentile
 from bench.bench_store import _analyze, _database
 from bench.store_load import seed_intents, seed_progress
 from tickloop.config import Settings
@@ -42,7 +41,8 @@ from tickloop.operator.notices import ATTENTION
 from tickloop.operator.store import Store, open_store
 from tickloop.operator.store.base import EPOCH
 from tickloop.web.app import SESSION_COOKIE, WebConfig, create_app
-from tickloop.web.pages import TABLE_ROWS, TIMELINE_ROWS, WAITING_LISTED
+from tickloop.web.pages import ATTENTION_ROWS, TABLE_ROWS, TIMELINE_ROWS, WAITING_LISTED
+from tickloop.web.proposals import TRAIL_SHOWN
 
 P = "r"
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -120,21 +120,21 @@ def _intents_raw(store: Store) -> None:
 
 
 def _intent_raw(store: Store) -> None:
-    """One waiting intent's page: the profile, the intent, its log lines and progress rows among the
-    newest, and its card (no plan step, no recorded observations here)."""
+    """One waiting intent's page: the profile, the intent, the log lines and progress rows that name
+    it, and its card (no plan step, no recorded observations here)."""
     store.get_profile(P)
     store.get_intent(P, INTENT_SHOWN)
-    store.list_notifications(P, limit=TIMELINE_ROWS)
-    store.recent_progress(P, limit=TIMELINE_ROWS)
+    store.notifications_for_intent(P, INTENT_SHOWN, limit=TRAIL_SHOWN)
+    store.progress_for_intent(P, INTENT_SHOWN, limit=TRAIL_SHOWN)
 
 
 def _attention_raw(store: Store) -> None:
     """The attention page's reads: the profile (twice: the page's check and the timezone), today's
-    spends and every recorded decision."""
+    spends and the newest recorded decisions of the attention gate."""
     store.get_profile(P)
     store.get_profile(P)
     store.attention_spends(P, since=NOW - timedelta(days=1))
-    store.list_notifications(P, since=EPOCH, limit=100_000)
+    store.list_notifications(P, since=EPOCH, limit=ATTENTION_ROWS, channel=ATTENTION, kind=ATTENTION)
 
 
 #: page name -> (its path, exactly the store reads it makes), for every page that reads the store
@@ -215,10 +215,10 @@ def _renders(backend: str, url: str, *, quick: bool) -> None:
                     f"   [loaded in {took:.1f}s]"
                 )
             if backend == "sqlite" and rows == sizes[0][0]:
-                _render_instructions(url, quick=quick)
+                _renderinstructions(url, quick=quick)
 
 
-def _render_instructions(url: str, *, quick: bool) -> None:
+def _renderinstructions(url: str, *, quick: bool) -> None:
     """Page / raw in instructions, each page's N requests against N raw reads in fresh processes."""
     if shutil.which("valgrind") is None:
         print("sqlite: render/raw in instructions: valgrind is not installed, not measured")
@@ -228,10 +228,9 @@ def _render_instructions(url: str, *, quick: bool) -> None:
     subprocess.run([*child, "page", "overview", "0", url], check=True, timeout=120)  # bytecode cache
     for page in PAGES:
         env = dict(os.environ)
-        setup = _instructions([*child, "page", page, "0", url], env)
+        setup = instructions([*child, "page", page, "0", url], env)
         counts = {
-            m: _instructions([*child, m, page, str(n), url], dict(os.environ)) - setup
-            for m in ("page", "raw")
+            m: instructions([*child, m, page, str(n), url], dict(os.environ)) - setup for m in ("page", "raw")
         }
         print(
             f"sqlite: {page:<9} render/raw in instructions {counts['page'] / counts['raw']:5.2f} "

@@ -95,10 +95,44 @@ def test_progress_filters_every_row_by_kind_and_outcome(store: Store) -> None:
     assert len(store.progress_filtered("p", limit=10)) == 10
 
 
+def test_an_intents_log_lines_and_rows_and_one_kind_of_the_log_are_found_behind_newer_ones(
+    store: Store,
+) -> None:
+    """The intent page's log lines and progress rows name that intent, however many newer ones do not;
+    the attention page's records are one channel and kind of the log, newest first, since a time."""
+    from datetime import timedelta  # noqa: PLC0415
+
+    from tickloop.operator.domain import NewProgress, Outcome  # noqa: PLC0415
+
+    first, other = waiting(store, "p", 2)
+    store.log_notification("p", channel="executor", kind="sent", subject="mine", now=NOW, intent_id=first)
+    store.record_progress("p", NewProgress("executor", Outcome.DONE, NOW, NOW, intent_id=first))
+    for i in range(30):
+        at = NOW + timedelta(minutes=i + 1)
+        store.log_notification("p", channel="executor", kind="sent", subject=f"o{i}", now=at, intent_id=other)
+        store.log_notification("p", channel="attention", kind="attention", subject=f"a{i}", now=at)
+        store.log_notification("p", channel="attention", kind="digest", subject=f"d{i}", now=at)
+        store.record_progress("p", NewProgress("fast", Outcome.DONE, at, at))
+    assert [n.subject for n in store.notifications_for_intent("p", first)] == ["mine"]
+    assert len(store.notifications_for_intent("p", other, limit=5)) == 5
+    assert [r.intent_id for r in store.progress_for_intent("p", first)] == [first]
+    assert store.progress_for_intent("p", other) == []
+    assert store.notifications_for_intent("q", first) == []
+    records = store.list_notifications("p", channel="attention", kind="attention", limit=1000)
+    assert [n.subject for n in records] == [f"a{i}" for i in reversed(range(30))]
+    recent = store.list_notifications(
+        "p", channel="attention", kind="attention", since=NOW + timedelta(minutes=29)
+    )
+    assert [n.subject for n in recent] == ["a29", "a28"]
+    with pytest.raises(ValueError, match="together"):
+        store.list_notifications("p", channel="attention")
+
+
 #: either index serves a read of the waiting intents (SQLite picks by its statistics)
 WAITING_INDEXES = ("intents_status", "intents_waiting")
 NEWEST = 2**63 - 1
 WORDS = {"p1": "%x%", "p2": "%", "p3": "%"}
+EPOCH_TEXT = "1970-01-01T00:00:00Z"
 PLANNED = {
     # query name -> (table, parameters, the indexes its plan may use)
     "count_intents_by_status": ("intents", {"profile": "p", "status": "requires_approval"}, WAITING_INDEXES),
@@ -133,6 +167,17 @@ PLANNED = {
         "progress",
         {"profile": "p", "tick_kind": "fast", "outcome": "failed", "limit": 200},
         ("progress_kind_outcome",),
+    ),
+    "progress_for_intent": ("progress", {"profile": "p", "intent_id": 7, "limit": 200}, ("progress_intent",)),
+    "notifications_for_intent": (
+        "notifications",
+        {"profile": "p", "intent_id": 7, "limit": 200},
+        ("notifications_intent",),
+    ),
+    "list_notifications_kind": (
+        "notifications",
+        {"profile": "p", "channel": "attention", "kind": "attention", "since": EPOCH_TEXT, "limit": 1000},
+        ("notifications_kind",),
     ),
 }
 
@@ -172,8 +217,9 @@ def test_postgres_plans_the_dashboard_reads_along_their_index(pg_url: str, name:
 
 
 def fill(store: Store) -> None:
-    """1200 intents of which the newest 50 wait, and 1200 progress rows of several kinds and
-    outcomes: the shape where a scan of every row would show."""
+    """1200 intents of which the newest 50 wait, 1200 progress rows of several kinds and outcomes
+    and 1200 log lines of several channels and kinds, one in ten of each naming an intent: the shape
+    where a scan of every row would show."""
     from datetime import timedelta  # noqa: PLC0415
 
     from tickloop.operator.domain import NewProgress, Outcome  # noqa: PLC0415
@@ -186,7 +232,10 @@ def fill(store: Store) -> None:
         kind = ("observe", "fast", "executor")[i % 3]
         outcome = Outcome.FAILED if i % 97 == 0 else Outcome.DONE
         at = NOW + timedelta(seconds=i)
-        store.record_progress("p", NewProgress(kind, outcome, at, at))
+        named = made.id if i % 10 == 0 else None
+        store.record_progress("p", NewProgress(kind, outcome, at, at, intent_id=named))
+        channel, note = ("attention", "attention") if i % 20 == 0 else ("executor", ("sent", "failed")[i % 2])
+        store.log_notification("p", channel=channel, kind=note, subject=f"n{i}", now=at, intent_id=named)
 
 
 def test_the_overview_snapshot_reads_what_the_status_overview_reads(store: Store) -> None:

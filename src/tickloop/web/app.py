@@ -94,7 +94,6 @@ class Dashboard(Guards):
             quoted = quote(profile, safe="") if profile is not None else ""
             return self.render(
                 name,
-                request,
                 csrf=session.csrf,
                 nav=nav,
                 profiles=shown,

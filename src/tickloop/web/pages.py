@@ -35,6 +35,8 @@ TIMELINE_ROWS = 2000
 #: is one tap away on Approvals)
 WAITING_LISTED = 5
 TABLE_ROWS = 200
+#: the attention page's records at most, the newest
+ATTENTION_ROWS = 1000
 # -- overview ----------------------------------------------------------------------------------------
 
 
@@ -195,7 +197,7 @@ def attention_page(store: Store, profile: str, settings: Settings, *, now: datet
 
     chosen = attention_settings(settings, store, profile)
     spent = store.attention_spends(profile, since=local_day_start(now, chosen.timezone))
-    records = attention_records(store, profile)[: TABLE_ROWS * 5]
+    records = attention_records(store, profile, limit=ATTENTION_ROWS)
     return AttentionPage(records, sum(1 for s in spent if s.budget == "unsolicited"), chosen.budget_per_day)
 
 

@@ -34,8 +34,8 @@ APPROVALS_SHOWN = 20
 FED_SHOWN = 20
 #: how long a button's short title may be ("email to ada@…")
 LABEL_CHARS = 28
-#: log lines and progress rows the intent page looks through for this intent
-TIMELINE_ROWS = 2000
+#: log lines and progress rows naming the intent that its page shows at most (the newest)
+TRAIL_SHOWN = 200
 #: the prefix a dashboard decision's ``by`` carries: ``web:<login>``
 VIA_WEB = "web:"
 #: payload keys the proposal shows in its own place (not again among the other fields)
@@ -238,8 +238,8 @@ class IntentPage:
 def intent_page(store: Store, profile: str, intent_id: int) -> IntentPage:
     intent = store.get_intent(profile, intent_id)
     decision = store.get_decision(profile, intent.decision_id) if intent.decision_id else None
-    log = [n for n in store.list_notifications(profile, limit=TIMELINE_ROWS) if n.intent_id == intent.id]
-    rows = [r for r in store.recent_progress(profile, limit=TIMELINE_ROWS) if r.intent_id == intent.id]
+    log = store.notifications_for_intent(profile, intent.id, limit=TRAIL_SHOWN)
+    rows = store.progress_for_intent(profile, intent.id, limit=TRAIL_SHOWN)
     waiting = intent.status is IntentStatus.REQUIRES_APPROVAL
     return IntentPage(
         intent, life(intent, decision), decision, log, rows, waiting, waiting_card(store, profile, intent)

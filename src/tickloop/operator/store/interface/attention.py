@@ -59,9 +59,22 @@ class AttentionInterface(ABC):
 
     @abstractmethod
     def list_notifications(
-        self, profile: str, *, since: datetime = EPOCH, limit: int = 100
+        self,
+        profile: str,
+        *,
+        since: datetime = EPOCH,
+        limit: int = 100,
+        channel: str | None = None,
+        kind: str | None = None,
     ) -> list[Notification]:
-        """Newest first."""
+        """Newest first; with ``channel`` and ``kind`` (given together) only that channel's kind,
+        found along an index of its own (as fast with a long log of other kinds as with none)."""
+
+    @abstractmethod
+    def notifications_for_intent(
+        self, profile: str, intent_id: int, *, limit: int = 100
+    ) -> list[Notification]:
+        """The log lines that name ``intent_id``, newest first, along an index of their own."""
 
     @abstractmethod
     def get_condition(self, profile: str, name: str) -> ConditionState | None:

@@ -28,6 +28,10 @@ class ProgressInterface(ABC):
         """The newest rows first; as fast with a million rows as with a thousand."""
 
     @abstractmethod
+    def progress_for_intent(self, profile: str, intent_id: int, *, limit: int = 100) -> list[ProgressRow]:
+        """The rows that name ``intent_id``, newest first, along an index of their own."""
+
+    @abstractmethod
     def add_observation(
         self,
         profile: str,

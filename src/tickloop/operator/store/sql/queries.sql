@@ -213,6 +213,10 @@ SELECT * FROM progress WHERE profile = :profile ORDER BY id DESC LIMIT :limit;
 -- name: recent_progress_kind
 SELECT * FROM progress WHERE profile = :profile AND tick_kind = :tick_kind ORDER BY id DESC LIMIT :limit;
 
+-- name: progress_for_intent
+-- The progress rows that name one intent, newest first, along progress_intent.
+SELECT * FROM progress WHERE profile = :profile AND intent_id = :intent_id ORDER BY id DESC LIMIT :limit;
+
 -- name: add_observation
 INSERT INTO observations (profile, source, content_hash, tainted, payload, observed_at)
 VALUES (:profile, :source, :content_hash, :tainted, :payload, :now)
@@ -276,6 +280,16 @@ RETURNING *;
 
 -- name: list_notifications
 SELECT * FROM notifications WHERE profile = :profile AND sent_at >= :since ORDER BY id DESC LIMIT :limit;
+
+-- name: list_notifications_kind
+-- One channel and kind of the log (the attention gate's records), newest first, along notifications_kind.
+SELECT * FROM notifications
+WHERE profile = :profile AND channel = :channel AND kind = :kind AND sent_at >= :since
+ORDER BY id DESC LIMIT :limit;
+
+-- name: notifications_for_intent
+-- The log lines that name one intent, newest first, along notifications_intent.
+SELECT * FROM notifications WHERE profile = :profile AND intent_id = :intent_id ORDER BY id DESC LIMIT :limit;
 
 -- name: get_condition
 SELECT * FROM monitor_conditions WHERE profile = :profile AND name = :name;

@@ -76,10 +76,35 @@ class AttentionOps(SqlBase):
         return rows.notification(row)
 
     def list_notifications(
-        self, profile: str, *, since: datetime = EPOCH, limit: int = 100
+        self,
+        profile: str,
+        *,
+        since: datetime = EPOCH,
+        limit: int = 100,
+        channel: str | None = None,
+        kind: str | None = None,
+    ) -> list[Notification]:
+        if (channel is None) != (kind is None):
+            raise ValueError("list_notifications: give channel and kind together, or neither")
+        with self._read() as tx:
+            if channel is None:
+                found = tx.rows("list_notifications", profile=profile, since=since, limit=limit)
+            else:
+                found = tx.rows(
+                    "list_notifications_kind",
+                    profile=profile,
+                    channel=channel,
+                    kind=kind,
+                    since=since,
+                    limit=limit,
+                )
+        return [rows.notification(r) for r in found]
+
+    def notifications_for_intent(
+        self, profile: str, intent_id: int, *, limit: int = 100
     ) -> list[Notification]:
         with self._read() as tx:
-            found = tx.rows("list_notifications", profile=profile, since=since, limit=limit)
+            found = tx.rows("notifications_for_intent", profile=profile, intent_id=intent_id, limit=limit)
         return [rows.notification(r) for r in found]
 
     def get_condition(self, profile: str, name: str) -> ConditionState | None:

@@ -44,6 +44,11 @@ class ProgressOps(SqlBase):
                 found = tx.rows("recent_progress_kind", profile=profile, tick_kind=tick_kind, limit=limit)
         return [rows.progress(r) for r in found]
 
+    def progress_for_intent(self, profile: str, intent_id: int, *, limit: int = 100) -> list[ProgressRow]:
+        with self._read() as tx:
+            found = tx.rows("progress_for_intent", profile=profile, intent_id=intent_id, limit=limit)
+        return [rows.progress(r) for r in found]
+
     # -- observations and memory --------------------------------------------------------------------
 
     def add_observation(
