@@ -8,9 +8,7 @@
    and concurrency 8 vs the bare ``openai`` SDK at concurrency 8 (target >= 0.8), once with the
    disk's own fsyncs and once with every fsync slowed to 5 ms by an LD_PRELOAD shim
    (``bench/_slow_fsync.py``, compiled with gcc at run time). Each run is a child process, so the
-   shim applies to it alone; the output says which fsync it measured, and its median. Beside the
-   ratio to the SDK it prints the bound one serial fsync per step sets, server / (server + fsync):
-   the terminal's, which the protocol makes durable before the next step is scheduled on it.
+   shim applies to it alone; the output says which fsync it measured, and its median.
 4. ``--processes 2`` vs 1 against the same server: requests per second of the whole command.
 5. Peak RSS of a `tickloop experiment run` process for 1,000 and 10,000 one-step sessions: flat in
    the session count because results stream to disk (ratio 10k / 1k, target ~1).
@@ -189,13 +187,6 @@ def _scripted_config(scratch: Path, base_url: str) -> Path:
     return config
 
 
-def _terminal_bound(fsync_median_ms: float, server_ms: float = 50.0) -> float:
-    """The most a session can reach against the bare SDK when each step waits for one fsync: its
-    terminal is durable before the next time step is scheduled on it (the protocol's order), while
-    every other fsync of the step overlaps the request (``harness.ahead``)."""
-    return server_ms / (server_ms + fsync_median_ms)
-
-
 def slow_fsync(sessions: int, steps: int = 4) -> None:
     """Concurrency 8 vs 1, and vs the bare SDK, with the disk's fsyncs and with 5 ms fsyncs."""
     scratch = _scratch()
@@ -222,7 +213,7 @@ def slow_fsync(sessions: int, steps: int = 4) -> None:
                 print(f"[{where}] {sessions} sessions x {steps} steps, 50 ms server: concurrency 8 vs 1: "
                       f"ratio {_spread(scale)}  target >= 4")  # fmt: skip
                 print(f"[{where}] concurrency 8 vs the bare openai SDK at 8: ratio {_spread(vs_sdk)}"
-                      f"  target >= 0.8 (bound {_terminal_bound(median):.2f})")  # fmt: skip
+                      "  target >= 0.8")  # fmt: skip
                 print(f"[{where}] CPU ms per request at concurrency 8: the runner {_spread(ours_cpu)}, "
                       f"the bare SDK {_spread(sdk_cpu)}")  # fmt: skip
     finally:
