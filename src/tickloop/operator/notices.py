@@ -197,15 +197,15 @@ def read_record(note: Notification) -> AttentionRecord:
         body = _RecordBody()
     hold: Any = body.hold_until  # as stored: a time, or whatever a hand-written body says
     return AttentionRecord(
-        note.id,
-        note.sent_at,
-        note.subject,
-        str(body.check),
-        str(body.kind),
-        str(body.source),
-        bool(body.sent),
-        hold,
-        bool(body.digest),
+        id=note.id,
+        at=note.sent_at,
+        title=note.subject,
+        check=str(body.check),
+        kind=str(body.kind),
+        source=str(body.source),
+        sent=bool(body.sent),
+        hold_until=hold,
+        digest=bool(body.digest),
     )
 
 
