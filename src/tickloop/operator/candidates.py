@@ -43,9 +43,9 @@ def offer(store: Store, profile: str, candidate: Candidate, *, now: datetime) ->
 
 
 def pending(store: Store, profile: str, *, since: datetime = EPOCH, limit: int = 100) -> list[Candidate]:
-    """The candidates offered since ``since``, newest first."""
+    """The newest ``limit`` candidates offered since ``since``, newest first (read along the log's
+    index of one channel and kind: however many lines of other kinds came after them)."""
     return [
         Candidate(n.subject, n.body, n.intent_id)
-        for n in store.list_notifications(profile, since=since, limit=limit)
-        if n.channel == CHANNEL and n.kind == KIND
+        for n in store.list_notifications(profile, since=since, limit=limit, channel=CHANNEL, kind=KIND)
     ]

@@ -481,16 +481,15 @@ class DigestResult(msgspec.Struct, frozen=True):
 def pending_digest(store: Store, profile: str, *, now: datetime) -> list[AttentionRecord]:
     """Items waiting for the digest, oldest first: batched approvals, and held items whose hold has
     ended, that no delivered digest has carried yet."""
-    notes = store.list_notifications(profile, limit=100_000)
     carried: set[int] = set()
-    for note in notes:
-        if note.channel == ATTENTION and note.kind == DIGEST:
-            body = _json(note.body)
-            if body.get("sent"):
-                carried.update(int(i) for i in body.get("items", []))
+    for note in store.list_notifications(profile, limit=100_000, channel=ATTENTION, kind=DIGEST):
+        body = _json(note.body)
+        if body.get("sent"):
+            carried.update(int(i) for i in body.get("items", []))
     items = []
-    for note in reversed(notes):
-        if note.channel != ATTENTION or note.kind != ATTENTION or note.id in carried:
+    records = store.list_notifications(profile, limit=100_000, channel=ATTENTION, kind=ATTENTION)
+    for note in reversed(records):
+        if note.id in carried:
             continue
         record = read_record(note)
         held = record.hold_until is not None and datetime.fromisoformat(record.hold_until) <= now
