@@ -40,11 +40,7 @@ class Mark(msgspec.Struct, frozen=True, gc=False):
     w: float
     outcome: Outcome
     kind: str  #: the row's tick kind, a store value: escaped wherever it is drawn
-    at: str  #: when it started, "YYYY-MM-DD HH:MM:SS"
-
-    @property
-    def title(self) -> str:
-        return f"{self.kind} {self.outcome} at {self.at}"
+    at: str  #: when it started, "YYYY-MM-DD HH:MM:SS" (the mark's title, in ``marks_svg``)
 
 
 @dataclass(frozen=True, slots=True)
