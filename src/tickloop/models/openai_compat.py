@@ -18,6 +18,7 @@ stream before the cancellation propagates, so an interrupt is immediate and the 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from tickloop.models.base import (
 from tickloop.models.chunks import _chunk_choices, _chunk_model, _chunk_usage, _ShapeError, _ToolCallParts
 from tickloop.models.failures import context_text, is_connect_failure, root_cause, server_message, status_text
 from tickloop.models.grammar import grammar_schema
+from tickloop.models.tls import redirected_to_tls, verify_for
 from tickloop.models.wire import wire_messages
 from tickloop.system import is_loopback_host
 
@@ -326,7 +328,8 @@ class OpenAICompatModel:
         from openai import AsyncOpenAI, DefaultAsyncHttpx2Client  # noqa: PLC0415  (~400 ms CPU)
 
         timeout = httpx2.Timeout(self.timeout_s, connect=self.connect_timeout_s)
-        # The client is kept per loop: building one costs ~20 ms (TLS context). Idle keep-alive
+        # The client is kept per loop: building one costs ~20 ms, and for an https endpoint ~50 ms
+        # more for the trust store (``tickloop.models.tls``). Idle keep-alive
         # connections are kept only when ``keep_alive`` (see __init__), since an idle socket outlives
         # the caller's event loop unless ``aclose()`` is awaited.
         idle = 20 if self.keep_alive else 0
@@ -337,7 +340,9 @@ class OpenAICompatModel:
             api_key=self._api_key,
             base_url=self.base_url,
             timeout=timeout,
-            http_client=DefaultAsyncHttpx2Client(timeout=timeout, limits=limits),
+            http_client=DefaultAsyncHttpx2Client(
+                timeout=timeout, limits=limits, verify=verify_for(self.base_url, os.environ)
+            ),
             # The Tick Protocol forbids timer-based retry: a failed call ends the turn with an
             # ``error`` terminal and a person (or the next scheduled tick) decides what happens next.
             max_retries=0,
@@ -396,13 +401,21 @@ class OpenAICompatModel:
                 "Raise timeoutS for this endpoint if it is just slow."
             )
         if isinstance(exc, openai.APIConnectionError):
-            cause = root_cause(exc)
-            if mid_stream:
-                return f"the connection was lost mid-stream ({cause}); the answer is incomplete."
-            if is_connect_failure(exc):
-                return f"cannot connect ({cause}); is the server running and the base URL right?"
-            return f"the server closed the connection without an answer ({cause})."
+            return self._connection_text(exc, mid_stream=mid_stream)
         return _content_text(exc, mid_stream=mid_stream)
+
+    def _connection_text(self, exc: Exception, *, mid_stream: bool) -> str:
+        cause = root_cause(exc)
+        if mid_stream:
+            return f"the connection was lost mid-stream ({cause}); the answer is incomplete."
+        if redirected_to_tls(self.base_url, cause):
+            return (
+                f"the server sent the request on to an https address ({cause}), which tickloop "
+                "does not follow from a plain-http base URL: set baseUrl to the https address."
+            )
+        if is_connect_failure(exc):
+            return f"cannot connect ({cause}); is the server running and the base URL right?"
+        return f"the server closed the connection without an answer ({cause})."
 
     def _redact(self, text: str) -> str:
         """Servers sometimes echo the key they rejected; it must never reach a message or a log."""
