@@ -19,8 +19,8 @@ A record is durable before any line that depends on it is even written (the kern
 dirty page back at any time, so waiting only before the effect would not do). So the protocol's
 order is unchanged; only the thread that waits for the disk is. A step costs three dependent fsyncs
 (terminal, ledger, next input) instead of about eight on the event loop, and only the terminal's
-delays the next request. Concurrent settles
-of one file share one fsync (a group commit). ``fsync`` is per file, not per descriptor,
+delays the next request. Concurrent settles of one file share fsyncs (a group commit; see
+``Watched``). ``fsync`` is per file, not per descriptor,
 so the pool fsyncs through a read-only descriptor of its own, and a ledger it settled is closed
 without another fsync.
 """
@@ -43,6 +43,8 @@ T = TypeVar("T")
 
 #: ``LedgerFile(fsync_every=...)`` for a ledger whose fsyncs the pool makes: never on append
 NEVER = 2**62
+#: fsyncs of one file on worker threads at once (``Watched``)
+IN_FLIGHT = 2
 
 
 class _Job:
@@ -140,51 +142,72 @@ class FsyncPool:
 
 
 class Watched:
-    """One file whose appends the pool makes durable; it starts dirty (its header was written)."""
+    """One file whose appends the pool makes durable; it starts dirty (its header was written).
+
+    An fsync makes durable the lines written before it began. A settle shares an fsync in flight
+    that began after its lines were written; otherwise it starts one at once beside the one in
+    flight (waiting for an fsync that cannot cover its lines, then starting another, costs two
+    fsyncs' time instead of one). At most ``IN_FLIGHT`` fsyncs of a file run at once: past that, a
+    settle waits for one to end, and the next covers every line written by then. So concurrent
+    settles of one file share fsyncs (a group commit) and a sparse writer waits for one fsync."""
 
     def __init__(self, path: Path, pool: FsyncPool) -> None:
         self.path, self._pool = path, pool
         self._fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         self.written, self.synced = 1, 0
-        self._syncing = False  #: an fsync of this file is on a worker thread
-        self._waiters: list[asyncio.Future[None]] = []
+        self._in_flight: list[int] = []  #: the targets (``written`` when each began) of fsyncs on workers
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []  #: (lines it needs durable, waiter)
+        self._closing = False
 
     def wrote(self) -> None:
         """A line was written (not yet durable)."""
         self.written += 1
 
     async def settle(self) -> None:
-        """Return once every line written so far is durable. Settles that arrive while an fsync is
-        in flight wait for it, then share the next one (a group commit)."""
-        while self.synced < self.written:
+        """Return once every line written so far is durable."""
+        need = self.written
+        while self.synced < need:
             self.start()
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            self._waiters.append(waiter)
+            self._waiters.append((need, waiter))
             await waiter  # a waiter of its own: a cancelled settle cancels nobody else's
 
     def start(self) -> None:
-        """Send an fsync of every line written so far to a worker, unless one is in flight."""
-        if not self._syncing and self.synced < self.written:
-            self._syncing = True
-            target = self.written
+        """Send an fsync of every line written so far to a worker, unless one in flight covers them."""
+        target = self.written
+        covered = any(began >= target for began in self._in_flight)
+        if self.synced < target and not covered and len(self._in_flight) < IN_FLIGHT:
+            self._in_flight.append(target)
             self._pool.submit(os.fsync, (self._fd,), lambda job: self._synced(job, target))
 
     def _synced(self, job: _Job, target: int) -> None:
         # The state changes before any waiter runs: a settle never finds a finished fsync still in
         # flight (that would spin the event loop).
-        self._syncing = False
+        self._in_flight.remove(target)
         if job.error is None:
             self.synced = max(self.synced, target)
-        waiters, self._waiters = self._waiters, []
-        for waiter in waiters:
-            if not waiter.done():
-                if job.error is not None:
-                    waiter.set_exception(job.error)
-                else:
-                    waiter.set_result(None)
+        waiting = []
+        for need, waiter in self._waiters:
+            if waiter.done():
+                continue
+            if need <= self.synced:
+                waiter.set_result(None)
+            elif job.error is not None and need <= target:  # the fsync that was to cover it failed
+                waiter.set_exception(job.error)
+            else:
+                waiting.append((need, waiter))
+        self._waiters = waiting
+        if waiting:
+            self.start()  # a settle that found every slot taken: the next fsync covers it
+        if self._closing and not self._in_flight:
+            self.close()
 
     def close(self) -> None:
-        if self._fd >= 0:
+        """Release the descriptor, once no fsync of it is on a worker (a later fsync may have ended
+        first and satisfied every settle)."""
+        if self._in_flight:
+            self._closing = True
+        elif self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
 

@@ -112,7 +112,8 @@ async def test_every_record_is_durable_before_anything_acts_on_it_under_concurre
 
 def test_many_sessions_settling_one_file_share_its_fsyncs_and_all_return(tmp_path: Path) -> None:
     """Records of many sessions written to one file (the experiment's manifest) are each durable
-    when their settle returns, an fsync serves the records written before it began, and a settle
+    when their settle returns (records written after it began need not be yet), an fsync serves
+    the records written before it began, and a settle
     that arrives just as an fsync ends never spins the event loop (it runs in a thread here, so a
     spin fails the join instead of hanging the suite)."""
     path = tmp_path / "shared.jsonl"
@@ -133,9 +134,10 @@ def test_many_sessions_settling_one_file_share_its_fsyncs_and_all_return(tmp_pat
             for i in range(25):
                 await asyncio.sleep(random.uniform(0, 0.002))  # sessions arrive at any moment
                 os.write(fd, b"%d %d\n" % (n, i))
+                mine = os.lseek(fd, 0, os.SEEK_CUR)  # O_APPEND: the end of this writer's record
                 watched.wrote()
                 await watched.settle()
-                witness.assert_durable(path, f"writer {n} record {i}")
+                assert witness.durable_bytes(path) >= mine, f"writer {n} record {i} is not durable"
 
         try:
             await asyncio.gather(*(writer(n) for n in range(16)))
@@ -231,3 +233,114 @@ async def test_jobs_that_finish_together_wake_the_event_loop_once(tmp_path: Path
         del loop.call_soon_threadsafe
         pool.shutdown()
     assert 1 <= len(wakeups) <= 2
+
+
+class _HeldFsync:
+    """``os.fsync`` held on an event until released: how many are on worker threads at once."""
+
+    def __init__(self, real: Any) -> None:
+        self.real, self.release, self.lock = real, threading.Event(), threading.Lock()
+        self.in_flight = self.most = self.calls = 0
+
+    def __call__(self, fd: int) -> None:
+        with self.lock:
+            self.calls += 1
+            self.in_flight += 1
+            self.most = max(self.most, self.in_flight)
+        self.release.wait(timeout=10)
+        self.real(fd)
+        with self.lock:
+            self.in_flight -= 1
+
+
+async def _until(condition: Any) -> None:
+    for _ in range(500):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition never held")
+
+
+async def test_a_line_written_after_an_fsync_began_gets_its_own_fsync_at_once(tmp_path: Path) -> None:
+    """An fsync in flight cannot cover a line written after it began: a settle of that line starts
+    its own fsync beside it instead of waiting for it to end first (one fsync's wait, not two),
+    and each settle returns once its own lines are durable."""
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"header\n")
+    held = _HeldFsync(os.fsync)
+    pool = FsyncPool(workers=4)
+    watched = pool.watch(path)
+    real, os.fsync = os.fsync, held
+    try:
+        first = asyncio.ensure_future(watched.settle())  # the header
+        await _until(lambda: held.in_flight == 1)
+        with path.open("ab") as handle:
+            handle.write(b"line\n")
+        watched.wrote()
+        second = asyncio.ensure_future(watched.settle())
+        await _until(lambda: held.in_flight == 2)  # started while the first is still held
+        held.release.set()
+        await asyncio.wait_for(asyncio.gather(first, second), timeout=10)
+        assert watched.synced == watched.written
+        assert (held.calls, held.most) == (2, 2)
+    finally:
+        os.fsync = real
+        watched.close()
+        pool.shutdown()
+
+
+async def test_settles_of_lines_an_fsync_in_flight_covers_share_it(tmp_path: Path) -> None:
+    """Ten settles that arrive while an fsync of everything written so far is in flight start no
+    fsync of their own: all return when that one ends."""
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"header\n")
+    held = _HeldFsync(os.fsync)
+    pool = FsyncPool(workers=4)
+    watched = pool.watch(path)
+    real, os.fsync = os.fsync, held
+    try:
+        settles = [asyncio.ensure_future(watched.settle())]
+        await _until(lambda: held.in_flight == 1)
+        settles += [asyncio.ensure_future(watched.settle()) for _ in range(10)]
+        await asyncio.sleep(0.05)
+        held.release.set()
+        await asyncio.wait_for(asyncio.gather(*settles), timeout=10)
+        assert held.calls == 1
+    finally:
+        os.fsync = real
+        watched.close()
+        pool.shutdown()
+
+
+async def test_closing_a_file_with_an_fsync_still_in_flight_waits_for_it_to_end(tmp_path: Path) -> None:
+    """A later fsync may end first and satisfy every settle while an earlier one is still on a worker:
+    closing the file then must not pull the descriptor from under that worker."""
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"header\n")
+    pool = FsyncPool(workers=4)
+    watched = pool.watch(path)
+    order: list[str] = []
+    real = os.fsync
+    gate = threading.Event()
+
+    def fsync(fd: int) -> None:
+        if not order:
+            order.append("slow")
+            gate.wait(timeout=10)  # the first fsync is held
+        else:
+            order.append("fast")
+        real(fd)  # EBADF here if the descriptor were closed under it
+
+    os.fsync = fsync
+    try:
+        first = asyncio.ensure_future(watched.settle())
+        await _until(lambda: order == ["slow"])
+        watched.wrote()
+        await asyncio.wait_for(watched.settle(), timeout=10)  # the fast one covered every line
+        watched.close()
+        gate.set()
+        await asyncio.wait_for(first, timeout=10)
+    finally:
+        os.fsync = real
+        pool.shutdown()
+    assert order == ["slow", "fast"]
