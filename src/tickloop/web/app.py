@@ -7,6 +7,7 @@ headers live in ``tickloop.web.guard``; this module holds the pages and the live
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from collections.abc import AsyncIterator, Callable
@@ -92,7 +93,7 @@ class Dashboard(Guards):
                 profile = shown[0] if len(shown) == 1 else None
             context = read(profile or "")
             context.setdefault("waiting", None)
-            quoted = quote(profile, safe="") if profile is not None else ""
+            quoted = _quoted(profile) if profile is not None else ""
             return self.render(
                 name,
                 csrf=session.csrf,
@@ -328,6 +329,12 @@ class _Counted(StreamingResponse):
             await super().__call__(scope, receive, send)
         finally:
             self.board.streams -= 1
+
+
+@functools.lru_cache(maxsize=64)
+def _quoted(profile: str) -> str:
+    """The profile as a path segment, quoted once per name (every page's links carry it)."""
+    return quote(profile, safe="")
 
 
 def _number(text: str) -> int:

@@ -14,7 +14,9 @@ a word of our own (a status, a tier, an outcome: our enums).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
 from typing import TYPE_CHECKING
 
 from markupsafe import Markup, escape
@@ -93,14 +95,13 @@ def _decide(n: int, what: str, csrf: str, pq: str, note_id: str) -> str:
 def intent_main(view: IntentPage, csrf: str, pq: str) -> Markup:
     """The intent page's content: its status, its life, the proposal (and the decision, while it
     waits), the way back from a dead end, its result, and the log lines and rows that name it."""
-    i, card = view.intent, view.card
-    label = card.label if view.waiting else ""
+    i = view.intent
     texts = cells(
-        [i.title, i.action_type, i.recipient, i.origin.tick_kind, label, csrf, pq]
+        [i.title, i.action_type, i.recipient, i.origin.tick_kind, csrf, pq]
         + [v for e in view.life for v in (e.state, e.text)]
     )
-    title, kind, recipient, origin, what, csrf, pq = texts[:7]
-    pairs = iter(texts[7:])
+    title, kind, recipient, origin, csrf, pq = texts[:6]
+    pairs = iter(texts[6:])
     times = whens([e.at for e in view.life if e.at is not None])[::-1]
     life = "".join(
         f'  <li><span class="st st-{state}">{state}</span> <span class="muted">'
@@ -110,8 +111,38 @@ def intent_main(view: IntentPage, csrf: str, pq: str) -> Markup:
     parts = [
         f"<h1>#{i.id} {title}</h1>\n",
         _status(i, kind, recipient, origin),
-        f'<h2>Life</h2>\n<ol class="life">\n{life}</ol>\n<h2>Proposal</h2>\n{_proposal(card.proposal)}\n',
+        f'<h2>Life</h2>\n<ol class="life">\n{life}</ol>\n<h2>Proposal</h2>\n{_card(view, csrf, pq)}',
     ]
+    if i.status in _DEAD_ENDS:
+        parts.append(_reconcile(i, csrf, pq))
+    if i.result:
+        parts.append(f"<details open><summary>Result</summary><pre>{_json(i.result)}</pre></details>")
+    parts.append(f'<h2>Log lines</h2>\n<ul class="log">\n{_log(view.log)}</ul>\n')
+    parts.append(f'<h2>Progress rows</h2>\n<ul class="log">\n{_trail(view.rows)}</ul>\n')
+    return Markup("".join(parts))  # noqa: S704  (every value escaped where it was drawn)
+
+
+#: intent cards kept (a few KB each): the pages a few sessions have open
+CARDS_KEPT = 256
+_cards: OrderedDict[Hashable, str] = OrderedDict()
+_cards_lock = threading.Lock()
+
+
+def _card(view: IntentPage, csrf: str, pq: str) -> str:
+    """The proposal, what fed it and, while it waits, the decide form; ``csrf`` and ``pq`` escaped.
+
+    Kept per version of the intent, as the approvals page keeps its cards (``tickloop.web.fragments``):
+    an intent's title, recipient and payload never change once staged, anything else that changes it
+    moves its ``updated_at``, and the key holds everything else the card shows (what fed it, the
+    session's CSRF token, the profile in its links)."""
+    i, card = view.intent, view.card
+    key = (i.profile, i.id, i.updated_at, i.status, view.waiting, tuple(o.id for o in card.fed_by), csrf, pq)
+    with _cards_lock:
+        found = _cards.get(key)
+        if found is not None:
+            _cards.move_to_end(key)
+            return found
+    parts = [_proposal(card.proposal), "\n"]
     if card.fed_by:
         said = [
             o.payload.get("subject") or o.payload.get("title") or o.payload.get("summary") or ""
@@ -121,16 +152,16 @@ def intent_main(view: IntentPage, csrf: str, pq: str) -> Markup:
         items = "".join(f'<li><span class="tag">{s}</span> {t}</li>' for s, t in zip(fed, fed, strict=True))
         parts.append(f'<p>Fed by:</p>\n<ul class="plain">{items}</ul>\n')
     if view.waiting:
+        [what] = cells([card.label])
         parts.append(
             f'<div class="card approval" data-card="{i.id}">{_decide(i.id, what, csrf, pq, "note")}</div>\n'
         )
-    if i.status in _DEAD_ENDS:
-        parts.append(_reconcile(i, csrf, pq))
-    if i.result:
-        parts.append(f"<details open><summary>Result</summary><pre>{_json(i.result)}</pre></details>")
-    parts.append(f'<h2>Log lines</h2>\n<ul class="log">\n{_log(view.log)}</ul>\n')
-    parts.append(f'<h2>Progress rows</h2>\n<ul class="log">\n{_trail(view.rows)}</ul>\n')
-    return Markup("".join(parts))  # noqa: S704  (every value escaped where it was drawn)
+    html = "".join(parts)
+    with _cards_lock:
+        _cards[key] = html
+        while len(_cards) > CARDS_KEPT:
+            _cards.popitem(last=False)
+    return html
 
 
 #: the statuses a person reconciles (an IntentStatus is a str: its value is its text and its hash)

@@ -12,6 +12,7 @@ from typing import Any
 
 import jinja2
 import jinja2.meta
+import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -189,6 +190,7 @@ def intent_pages(draw: st.DrawFn) -> proposals.IntentPage:
 @settings(max_examples=150, deadline=None)
 @given(intent_pages(), st.sampled_from(["tok-1", "a&b"]), st.sampled_from(["r", "a%20b", "%3Cx%3E"]))
 def test_the_intent_page_is_what_its_template_drew(view: proposals.IntentPage, csrf: str, pq: str) -> None:
+    cards._cards.clear()  # examples share ids and times with other payloads, as no store's intents do
     drawn = OLD_INTENT.render(view=view, csrf=csrf, pq=pq) + "\n"  # a template source drops its last newline
     assert str(cards.intent_main(view, csrf, pq)) == drawn
 
@@ -202,6 +204,23 @@ def test_a_proposal_and_its_decide_form_are_what_the_macros_drew(
     assert str(cards.proposal(p)) == str(MACROS.proposal(p))
     drawn = cards.decide_form(intent, label, "tok", "a%20b", note)
     assert str(drawn) == str(MACROS.decide_form(intent, label, "tok", "a%20b", note))
+
+
+@settings(max_examples=30, deadline=None)
+@given(intent_pages())
+def test_an_intent_card_is_kept_per_version_and_never_shown_stale(view: proposals.IntentPage) -> None:
+    """The kept card is reused while the intent's version, what fed it, the token and the profile are
+    the same, and drawn afresh when any of them moved."""
+    cards._cards.clear()
+    first = cards._card(view, "tok", "r")
+    assert cards._card(view, "tok", "r") is first
+    assert 'value="tok2"' in cards._card(view, "tok2", "r") or not view.waiting
+    later = msgspec.structs.replace(
+        view.intent, updated_at=NOW + timedelta(seconds=1), status=IntentStatus.DENIED
+    )
+    moved = msgspec.structs.replace(view, intent=later, waiting=False)
+    assert cards._card(moved, "tok", "r") is not first
+    assert "Approve #" not in cards._card(moved, "tok", "r")
 
 
 def test_the_frame_key_is_everything_base_html_reads() -> None:
