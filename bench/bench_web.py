@@ -226,12 +226,12 @@ def _renderinstructions(url: str, *, quick: bool) -> None:
     n = 10 if quick else 40
     child = [sys.executable, "-m", "bench._web_child"]
     subprocess.run([*child, "page", "overview", "0", url], check=True, timeout=120)  # bytecode cache
+    # One hash seed for the three runs: a random one moved the set-up's count (and so the difference
+    # from which a request's count is read) by up to a tenth of the intent page's 0.4 M per request.
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
     for page in PAGES:
-        env = dict(os.environ)
         setup = instructions([*child, "page", page, "0", url], env)
-        counts = {
-            m: instructions([*child, m, page, str(n), url], dict(os.environ)) - setup for m in ("page", "raw")
-        }
+        counts = {m: instructions([*child, m, page, str(n), url], env) - setup for m in ("page", "raw")}
         print(
             f"sqlite: {page:<9} render/raw in instructions {counts['page'] / counts['raw']:5.2f} "
             f"({counts['page'] / n / 1e6:.2f} M against {counts['raw'] / n / 1e6:.2f} M per request, "

@@ -7,6 +7,7 @@ headers live in ``tickloop.web.guard``; this module holds the pages and the live
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from collections.abc import AsyncIterator, Callable
@@ -26,6 +27,7 @@ from tickloop.operator.store.base import Store
 from tickloop.web import pages, proposals
 from tickloop.web.auth import Session
 from tickloop.web.guard import HERE, SESSION_COOKIE, BodyLimit, Guards, SecurityHeaders, WebConfig
+from tickloop.web.routes import PageRoutes
 
 __all__ = ["SESSION_COOKIE", "Dashboard", "WebConfig", "create_app"]
 
@@ -91,7 +93,7 @@ class Dashboard(Guards):
                 profile = shown[0] if len(shown) == 1 else None
             context = read(profile or "")
             context.setdefault("waiting", None)
-            quoted = quote(profile, safe="") if profile is not None else ""
+            quoted = _quoted(profile) if profile is not None else ""
             return self.render(
                 name,
                 csrf=session.csrf,
@@ -329,6 +331,12 @@ class _Counted(StreamingResponse):
             self.board.streams -= 1
 
 
+@functools.lru_cache(maxsize=64)
+def _quoted(profile: str) -> str:
+    """The profile as a path segment, quoted once per name (every page's links carry it)."""
+    return quote(profile, safe="")
+
+
 def _number(text: str) -> int:
     """A query's id (``after``, ``decided``): digits within 64 bits, else 0."""
     return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else 0
@@ -339,24 +347,28 @@ def create_app(store: Store, config: WebConfig) -> tuple[ASGIApp, Dashboard]:
     board = Dashboard(store, config)
     g = board.guarded
     profile = "/p/{profile}"
+    pages = {
+        "": g(board.overview),
+        "approvals": g(board.approvals),
+        "board": g(board.board),
+        "timeline": g(board.timeline),
+        "intents": g(board.intents),
+        "attention": g(board.attention),
+    }
+    intent = g(board.intent)
     routes = [
         Route("/login", board.login_form, methods=["GET"]),
         Route("/login", board.login, methods=["POST"]),
         Route("/logout", g(board.logout), methods=["POST"]),
         Route("/", g(board.home), methods=["GET"]),
-        Route(profile + "/", g(board.overview), methods=["GET"]),
-        Route(profile + "/approvals", g(board.approvals), methods=["GET"]),
-        Route(profile + "/board", g(board.board), methods=["GET"]),
-        Route(profile + "/timeline", g(board.timeline), methods=["GET"]),
-        Route(profile + "/intents", g(board.intents), methods=["GET"]),
-        Route(profile + "/intents/{intent_id:int}", g(board.intent), methods=["GET"]),
+        *(Route(f"{profile}/{tail}", endpoint, methods=["GET"]) for tail, endpoint in pages.items()),
+        Route(profile + "/intents/{intent_id:int}", intent, methods=["GET"]),
         Route(profile + "/intents/{intent_id:int}/decide", g(board.decide), methods=["POST"]),
         Route(profile + "/intents/{intent_id:int}/reconcile", g(board.reconcile), methods=["POST"]),
-        Route(profile + "/attention", g(board.attention), methods=["GET"]),
         Route("/sessions", g(board.sessions_list), methods=["GET"]),
         Route("/sessions/{session_id}", g(board.session_show), methods=["GET"]),
         Route("/events", g(board.events), methods=["GET"]),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
-    app = Starlette(routes=routes)
+    app = PageRoutes(Starlette(routes=routes), pages, intent)  # the same routes, found by a dict lookup
     return SecurityHeaders(BodyLimit(app)), board

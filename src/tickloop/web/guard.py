@@ -36,9 +36,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tickloop.config import Settings
 from tickloop.errors import ConflictError, NotFoundError, StoreBusyError, ValidationError
 from tickloop.inert import inert
-from tickloop.web import rows
+from tickloop.web import cards, rows
 from tickloop.web.auth import RateLimit, Session, Sessions, TokenStore, csrf_ok
 from tickloop.web.fragments import CardCache
+from tickloop.web.frame import Pages
 
 HERE = Path(__file__).parent
 SESSION_COOKIE = "tl_session"
@@ -115,6 +116,7 @@ def _environment() -> jinja2.Environment:
     env.filters["line"] = lambda v: inert("" if v is None else str(v), keep_newlines=False)
     env.filters["when"] = rows.when
     env.filters["json"] = lambda v: json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False)
+    env.globals.update(proposal=cards.proposal, decide_form=cards.decide_form, intent_main=cards.intent_main)
     return env
 
 
@@ -134,6 +136,7 @@ class Guards:
         # the long lists, drawn in Python (``tickloop.web.rows``: every store value escaped)
         for draw in (rows.attention_rows, rows.progress_rows, rows.task_items, rows.plan_items):
             self.env.globals[draw.__name__] = draw
+        self.pages = Pages(self.env)
         self.reads_inline = False  #: ``read`` runs on the event loop (the store gave a loop reader)
 
     async def read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -167,8 +170,7 @@ class Guards:
             "live": False,
             "fallback_poll": int(self.config.fallback_poll_s),
         }
-        html = self.env.get_template(name).render({**base, **context})
-        return HTMLResponse(html, status_code=status)
+        return HTMLResponse(self.pages(name, {**base, **context}), status_code=status)
 
     def problem(self, _request: Request, status: int, message: str) -> HTMLResponse:
         return self.render("problem.html", status=status, status_code=status, message=message)

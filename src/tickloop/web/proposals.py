@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import getpass
 import json
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import msgspec
 
 from tickloop.errors import ConflictError, NotFoundError
 from tickloop.operator.domain import (
@@ -45,8 +46,7 @@ SHOWN_KEYS = frozenset({"body", "fed_by"})
 # -- approvals ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Proposal:
+class Proposal(msgspec.Struct, frozen=True):
     """What an intent would do, as the person reads it: an email as a mail client shows it."""
 
     headers: list[tuple[str, str]]  #: (label, text): To and Subject for an email
@@ -84,8 +84,7 @@ def fed_ids(intent: Intent) -> list[int]:
     return [i for i in raw if isinstance(i, int) and not isinstance(i, bool)][:FED_SHOWN]
 
 
-@dataclass(frozen=True, slots=True)
-class Waiting:
+class Waiting(msgspec.Struct, frozen=True):
     """One intent that waits for the person, with what it came from."""
 
     intent: Intent
@@ -103,8 +102,7 @@ class Waiting:
         return proposal(self.intent)
 
 
-@dataclass(frozen=True, slots=True)
-class Decided:
+class Decided(msgspec.Struct, frozen=True):
     """The decision just made, shown above the next waiting cards."""
 
     intent: Intent
@@ -112,8 +110,7 @@ class Decided:
     label: str
 
 
-@dataclass(frozen=True, slots=True)
-class ApprovalsPage:
+class ApprovalsPage(msgspec.Struct, frozen=True):
     """A page of waiting intents, oldest first (the order to decide them in), and how many wait in all."""
 
     items: list[Waiting]
@@ -213,8 +210,7 @@ def gone(intent: Intent, decision: Decision | None) -> str:
     return f"{head} It was {state} by {decision.by} at {decision.decided_at:%Y-%m-%d %H:%M:%S} UTC."
 
 
-@dataclass(frozen=True, slots=True)
-class LifeEvent:
+class LifeEvent(msgspec.Struct, frozen=True):
     """One moment in an intent's life."""
 
     at: datetime | None
@@ -222,8 +218,7 @@ class LifeEvent:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
-class IntentPage:
+class IntentPage(msgspec.Struct, frozen=True):
     """One intent: its life, its decision, and every log line and progress row that names it."""
 
     intent: Intent

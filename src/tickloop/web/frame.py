@@ -1,0 +1,88 @@
+"""A page as its own two blocks (title and main) inside the frame every page shares, the frame kept.
+
+Every page template extends ``base.html``: the head, the nav with its badge, the logout form and the
+footer. Rendered through ``{% extends %}``, each page paid for that frame again (every nav link a
+test and a yield through two generators), and for Jinja merging its globals into a fresh dict; on a
+page of a few index reads that was as much as the reads. Here the page's ``title`` and ``main`` blocks
+are rendered on their own, and the frame around them is rendered once per distinct value of what it
+shows (``FRAME_KEYS``: the profile, the nav, the badge, the session's CSRF token, ...) and reused: the
+same HTML, byte for byte, as the ``{% extends %}`` render (a test compares them for every page).
+
+A page template may therefore hold nothing outside its blocks but the ``extends`` line: the macros
+it calls are globals (``tickloop.web.cards``), not imported.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
+from typing import Any
+
+import jinja2
+
+#: what base.html shows besides the two blocks: the frame's cache key (a test holds it to base.html)
+FRAME_KEYS = (
+    "live",
+    "fallback_poll",
+    "profile",
+    "pq",
+    "nav",
+    "waiting",
+    "csrf",
+    "profiles",
+)  # the key's order
+#: frames kept: one per page, profile, badge count and session, a few sessions at a time
+FRAMES_KEPT = 256
+_TITLE, _MAIN = "\x00title\x00", "\x00main\x00"  # no rendered frame holds a NUL otherwise
+_FRAME = (
+    '{% extends "base.html" %}{% block title %}' + _TITLE + "{% endblock %}"
+    "{% block main %}" + _MAIN + "{% endblock %}"
+)
+
+
+class Pages:
+    """Renders a page template as its blocks inside a kept frame; safe across worker threads."""
+
+    def __init__(self, env: jinja2.Environment, kept: int = FRAMES_KEPT) -> None:
+        self.env = env
+        self._frame = env.from_string(_FRAME)
+        self._kept = kept
+        self._frames: OrderedDict[Hashable, tuple[str, str, str]] = OrderedDict()
+        self._templates: dict[str, jinja2.Template] = {}
+        self._lock = threading.Lock()
+        self._globals: dict[str, Any] = {}
+
+    def __call__(self, name: str, context: Mapping[str, Any]) -> str:
+        """The page ``name`` for ``context`` (which must hold every one of ``FRAME_KEYS``)."""
+        template = self._templates.get(name)
+        if template is None:
+            template = self._templates[name] = self.env.get_template(name)
+            self._globals = dict(self.env.globals)  # the globals are all set before the first page
+        # The context as Template.new_context(shared=True) makes it, less its copy of the globals into a
+        # fresh dict and their names into a set (for imports with context, which no page makes).
+        blocks = template.blocks
+        ctx = self.env.context_class(self.env, {**self._globals, **context}, name, blocks)
+        title = "".join(blocks["title"](ctx)) if "title" in blocks else "tickloop"
+        main = "".join(blocks["main"](ctx))
+        head, middle, foot = self.frame(context)
+        return f"{head}{title}{middle}{main}{foot}"
+
+    def frame(self, context: Mapping[str, Any]) -> tuple[str, str, str]:
+        """base.html around the title and the main block, split at them: kept, least recently used out."""
+        c = context
+        key = (c["live"], c["fallback_poll"], c["profile"], c["pq"], c["nav"], c["waiting"], c["csrf"])
+        key += tuple(c["profiles"])
+        with self._lock:
+            found = self._frames.get(key)
+            if found is not None:
+                self._frames.move_to_end(key)
+                return found
+        html = self._frame.render({k: context[k] for k in FRAME_KEYS})
+        head, rest = html.split(_TITLE)
+        middle, foot = rest.split(_MAIN)
+        with self._lock:
+            self._frames[key] = (head, middle, foot)
+            while len(self._frames) > self._kept:
+                self._frames.popitem(last=False)
+        return head, middle, foot
