@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import threading
@@ -16,7 +17,7 @@ from tests.disk_witness import DiskWitness
 
 from tickloop.audit.ledger import verify_file
 from tickloop.harness import TickOptions, TurnEnded, TurnStarted, open_chat_agent
-from tickloop.harness.durable import FsyncPool
+from tickloop.harness.durable import FsyncPool, Watched
 from tickloop.harness.events import TextStreamed
 from tickloop.models.base import ChatMessage, StreamEvent, ToolSpec
 from tickloop.models.offline import OfflineModel
@@ -253,6 +254,24 @@ class _HeldFsync:
             self.in_flight -= 1
 
 
+@contextlib.asynccontextmanager
+async def _held_file(tmp_path: Path) -> AsyncIterator[tuple[Path, Watched, _HeldFsync]]:
+    """A file with its header written, watched by a pool whose fsyncs are held until released."""
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b"header\n")
+    held = _HeldFsync(os.fsync)
+    pool = FsyncPool(workers=4)
+    watched = pool.watch(path)
+    real, os.fsync = os.fsync, held
+    try:
+        yield path, watched, held
+    finally:
+        os.fsync = real
+        held.release.set()
+        watched.close()
+        pool.shutdown()
+
+
 async def _until(condition: Any) -> None:
     for _ in range(500):
         if condition():
@@ -265,13 +284,7 @@ async def test_a_line_written_after_an_fsync_began_gets_its_own_fsync_at_once(tm
     """An fsync in flight cannot cover a line written after it began: a settle of that line starts
     its own fsync beside it instead of waiting for it to end first (one fsync's wait, not two),
     and each settle returns once its own lines are durable."""
-    path = tmp_path / "log.jsonl"
-    path.write_bytes(b"header\n")
-    held = _HeldFsync(os.fsync)
-    pool = FsyncPool(workers=4)
-    watched = pool.watch(path)
-    real, os.fsync = os.fsync, held
-    try:
+    async with _held_file(tmp_path) as (path, watched, held):
         first = asyncio.ensure_future(watched.settle())  # the header
         await _until(lambda: held.in_flight == 1)
         with path.open("ab") as handle:
@@ -283,22 +296,12 @@ async def test_a_line_written_after_an_fsync_began_gets_its_own_fsync_at_once(tm
         await asyncio.wait_for(asyncio.gather(first, second), timeout=10)
         assert watched.synced == watched.written
         assert (held.calls, held.most) == (2, 2)
-    finally:
-        os.fsync = real
-        watched.close()
-        pool.shutdown()
 
 
 async def test_settles_of_lines_an_fsync_in_flight_covers_share_it(tmp_path: Path) -> None:
     """Ten settles that arrive while an fsync of everything written so far is in flight start no
     fsync of their own: all return when that one ends."""
-    path = tmp_path / "log.jsonl"
-    path.write_bytes(b"header\n")
-    held = _HeldFsync(os.fsync)
-    pool = FsyncPool(workers=4)
-    watched = pool.watch(path)
-    real, os.fsync = os.fsync, held
-    try:
+    async with _held_file(tmp_path) as (_path, watched, held):
         settles = [asyncio.ensure_future(watched.settle())]
         await _until(lambda: held.in_flight == 1)
         settles += [asyncio.ensure_future(watched.settle()) for _ in range(10)]
@@ -306,10 +309,6 @@ async def test_settles_of_lines_an_fsync_in_flight_covers_share_it(tmp_path: Pat
         held.release.set()
         await asyncio.wait_for(asyncio.gather(*settles), timeout=10)
         assert held.calls == 1
-    finally:
-        os.fsync = real
-        watched.close()
-        pool.shutdown()
 
 
 async def test_closing_a_file_with_an_fsync_still_in_flight_waits_for_it_to_end(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_support import Operator, data
+from tests.certs import self_signed
 
 HELLO = {
     "jsonrpc": "2.0",
@@ -148,13 +149,7 @@ def test_insecure_http_on_the_network_warns(sqlite_op: Operator) -> None:
 
 def test_tls_serves_https_with_the_given_certificate(sqlite_op: Operator, tmp_path: Path) -> None:
     """With --certfile/--keyfile the face speaks HTTPS, and the token is still required."""
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-         "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
+    cert, key = self_signed(tmp_path)
     token = issue_token(sqlite_op)
     with serving(sqlite_op, "--certfile", str(cert), "--keyfile", str(key)) as url:
         assert url.startswith("https://127.0.0.1:")

@@ -9,13 +9,13 @@ from __future__ import annotations
 import asyncio
 import http.server
 import ssl
-import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from tests.certs import self_signed
 
 from tickloop.errors import ModelError
 from tickloop.models import ChatMessage, OpenAICompatModel
@@ -86,13 +86,7 @@ def test_a_plain_http_endpoint_that_redirects_to_https_fails_closed_with_words(t
     """A server that sends the request on to an https address (its certificate self-signed, so no
     trust store would accept it either) gets no request over TLS: the handshake is refused, and the
     error says to put the https address in baseUrl."""
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-         "-keyout", str(key), "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
+    cert, key = self_signed(tmp_path)
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     tls.load_cert_chain(cert, key)
     reached: list[str] = []

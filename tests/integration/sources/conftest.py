@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from sources_support import HttpServer, Imap, Repo, make_maildir
+from tests.certs import self_signed
 
 
 @pytest.fixture
@@ -129,15 +130,7 @@ service anvil {{
 
 
 def _make_cert(root: Path) -> None:
-    subprocess.run(
-        [
-            "openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-            "-nodes", "-keyout", str(root / "key.pem"), "-out", str(root / "cert.pem"), "-days", "2",
-            "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-        ],
-        capture_output=True,
-        check=True, timeout=120,
-    )  # fmt: skip
+    self_signed(root, days=2)
 
 
 def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
