@@ -70,9 +70,8 @@ class Pages:
 
     def frame(self, context: Mapping[str, Any]) -> tuple[str, str, str]:
         """base.html around the title and the main block, split at them: kept, least recently used out."""
-        c = context
-        key = (c["live"], c["fallback_poll"], c["profile"], c["pq"], c["nav"], c["waiting"], c["csrf"])
-        key += tuple(c["profiles"])
+        # The key is FRAME_KEYS itself (a test holds them to base.html), lists made hashable.
+        key = tuple(tuple(v) if isinstance(v, list) else v for v in (context[k] for k in FRAME_KEYS))
         with self._lock:
             found = self._frames.get(key)
             if found is not None:
