@@ -10,7 +10,7 @@ import asyncio
 import functools
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -63,10 +63,10 @@ class Dashboard(Guards):
             store.get_profile(name)
         return name
 
-    def profiles(self) -> list[str]:
+    def profiles(self) -> tuple[str, ...]:
         if self.config.profiles is not None:
-            return list(self.config.profiles)
-        return [p.name for p in self.reads.list_profiles()]
+            return tuple(self.config.profiles)
+        return tuple(p.name for p in self.reads.list_profiles())
 
     async def show(
         self,
@@ -270,7 +270,7 @@ class Dashboard(Guards):
 
     # -- live updates --------------------------------------------------------------------------------
 
-    async def fingerprint(self, profiles: list[str]) -> tuple[str, dict[str, int]]:
+    async def fingerprint(self, profiles: Sequence[str]) -> tuple[str, dict[str, int]]:
         """The store's fingerprint, read at most once per half poll however many streams are open."""
         key = tuple(profiles)
         async with self._marks_lock:
@@ -296,7 +296,7 @@ class Dashboard(Guards):
         self.streams += 1
         return _Counted(self, self.stream(request, session, profiles))
 
-    async def stream(self, request: Request, session: Session, profiles: list[str]) -> AsyncIterator[str]:
+    async def stream(self, request: Request, session: Session, profiles: Sequence[str]) -> AsyncIterator[str]:
         """One open stream's events, until the client leaves or the session ends."""
         last = ""
         quiet = 0.0

@@ -17,7 +17,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from markupsafe import Markup, escape
 
@@ -120,6 +120,12 @@ def intent_main(view: IntentPage, csrf: str, pq: str) -> Markup:
     parts.append(f'<h2>Log lines</h2>\n<ul class="log">\n{_log(view.log)}</ul>\n')
     parts.append(f'<h2>Progress rows</h2>\n<ul class="log">\n{_trail(view.rows)}</ul>\n')
     return Markup("".join(parts))  # noqa: S704  (every value escaped where it was drawn)
+
+
+def intent_blocks(context: Mapping[str, object]) -> tuple[str, str]:
+    """intent.html's title and main blocks, drawn without Jinja (``tickloop.web.frame.Drawn``)."""
+    view = cast("IntentPage", context["view"])
+    return f"Intent #{view.intent.id}", intent_main(view, str(context["csrf"]), str(context["pq"]))
 
 
 #: intent cards kept (a few KB each): the pages a few sessions have open

@@ -10,13 +10,18 @@ same HTML, byte for byte, as the ``{% extends %}`` render (a test compares them 
 
 A page template may therefore hold nothing outside its blocks but the ``extends`` line: the macros
 it calls are globals (``tickloop.web.cards``), not imported.
+
+A page drawn wholly in Python (the intent page: ``cards.intent_blocks``) skips Jinja altogether: its
+blocks come from its ``Drawn`` function and go into the same kept frame. Its template stays, as the
+reference a test renders it against.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
+from operator import itemgetter
 from typing import Any
 
 import jinja2
@@ -32,6 +37,10 @@ FRAME_KEYS = (
     "csrf",
     "profiles",
 )  # the key's order
+_frame_key = itemgetter(*FRAME_KEYS)
+#: a page drawn wholly in Python: its context -> its title and main blocks, the very text its template's
+#: blocks render (a test compares them); its template stays the reference, and renders it in that test
+Drawn = Callable[[Mapping[str, Any]], tuple[str, str]]
 #: frames kept: one per page, profile, badge count and session, a few sessions at a time
 FRAMES_KEPT = 256
 _TITLE, _MAIN = "\x00title\x00", "\x00main\x00"  # no rendered frame holds a NUL otherwise
@@ -44,8 +53,11 @@ _FRAME = (
 class Pages:
     """Renders a page template as its blocks inside a kept frame; safe across worker threads."""
 
-    def __init__(self, env: jinja2.Environment, kept: int = FRAMES_KEPT) -> None:
+    def __init__(
+        self, env: jinja2.Environment, drawn: Mapping[str, Drawn] | None = None, kept: int = FRAMES_KEPT
+    ) -> None:
         self.env = env
+        self.drawn = dict(drawn or {})
         self._frame = env.from_string(_FRAME)
         self._kept = kept
         self._frames: OrderedDict[Hashable, tuple[str, str, str]] = OrderedDict()
@@ -55,6 +67,11 @@ class Pages:
 
     def __call__(self, name: str, context: Mapping[str, Any]) -> str:
         """The page ``name`` for ``context`` (which must hold every one of ``FRAME_KEYS``)."""
+        draw = self.drawn.get(name)
+        if draw is not None:
+            title, main = draw(context)
+            head, middle, foot = self.frame(context)
+            return f"{head}{title}{middle}{main}{foot}"
         template = self._templates.get(name)
         if template is None:
             template = self._templates[name] = self.env.get_template(name)
@@ -70,8 +87,8 @@ class Pages:
 
     def frame(self, context: Mapping[str, Any]) -> tuple[str, str, str]:
         """base.html around the title and the main block, split at them: kept, least recently used out."""
-        # The key is FRAME_KEYS itself (a test holds them to base.html), lists made hashable.
-        key = tuple(tuple(v) if isinstance(v, list) else v for v in (context[k] for k in FRAME_KEYS))
+        # The key is FRAME_KEYS itself (a test holds them to base.html); the profiles are a tuple.
+        key = _frame_key(context)
         with self._lock:
             found = self._frames.get(key)
             if found is not None:

@@ -136,7 +136,7 @@ class Guards:
         # the long lists, drawn in Python (``tickloop.web.rows``: every store value escaped)
         for draw in (rows.attention_rows, rows.progress_rows, rows.task_items, rows.plan_items):
             self.env.globals[draw.__name__] = draw
-        self.pages = Pages(self.env)
+        self.pages = Pages(self.env, {"intent.html": cards.intent_blocks})
         self.reads_inline = False  #: ``read`` runs on the event loop (the store gave a loop reader)
 
     async def read(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -164,7 +164,7 @@ class Guards:
             "csrf": "",
             "profile": None,
             "pq": "",
-            "profiles": [],
+            "profiles": (),
             "nav": "",
             "waiting": None,
             "live": False,

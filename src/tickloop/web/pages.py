@@ -7,6 +7,7 @@ are in ``proposals``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, time, timedelta
 from pathlib import Path
@@ -314,7 +315,7 @@ def session_page(sessions_dir: Path, audit_dir: Path, session_id: str) -> Sessio
 # -- the live-refresh fingerprint ----------------------------------------------------------------------
 
 
-def fingerprint(store: Store, profiles: list[str]) -> tuple[str, dict[str, int]]:
+def fingerprint(store: Store, profiles: Sequence[str]) -> tuple[str, dict[str, int]]:
     """A short string that changes whenever the overview or an intent's state could have: the newest
     progress row (every tick, the executor's included, writes one), the newest log line, the waiting
     intents and the monitor's conditions. Also the waiting count per profile."""
