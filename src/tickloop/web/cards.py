@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from tickloop.web.proposals import IntentPage, Proposal
 
 
+#: a header with no value (an email with no recipient yet), as the person sees it: "—"
+NONE = "&mdash;"
+
+
 def _text(value: object) -> str:
     """A text shown with its newlines (the templates' ``inert`` filter, then autoescape)."""
     return str(escape(inert("" if value is None else str(value))))
@@ -46,10 +50,13 @@ def proposal(p: Proposal) -> Markup:
 
 def _proposal(p: Proposal) -> str:
     keys = sorted(p.rest, key=str.lower)  # Jinja's dictsort: by key, whatever its case
-    texts = cells([v for name, text in p.headers for v in (name, str(text))] + keys)
+    texts = cells([v for name, text in p.headers for v in (name, text or "")] + keys)
     cut = 2 * len(p.headers)
     pairs = iter(texts[:cut])
-    heads = "".join(f"    <dt>{n}</dt><dd>{t}</dd>\n" for n, t in zip(pairs, pairs, strict=True))
+    heads = "".join(
+        f"    <dt>{n}</dt><dd>{t if text is not None else NONE}</dd>\n"
+        for (_, text), n, t in zip(p.headers, pairs, pairs, strict=True)
+    )
     body = "" if p.body is None else f'<div class="mail-body">{_text(p.body)}</div>'
     rest = ""
     if keys:
@@ -85,9 +92,9 @@ def _decide(n: int, what: str, csrf: str, pq: str, note_id: str) -> str:
         f'  <textarea id="{note_id}" name="note" rows="2" maxlength="2000"></textarea>\n'
         '  <div class="buttons">\n'
         f'    <button type="submit" name="decision" value="approve" class="primary" data-intent="{n}">'
-        f'<span class="verb">Approve #{n}</span> <span class="what">· {what}</span></button>\n'
+        f'<span class="verb">Approve #{n}</span> <span class="what">&middot; {what}</span></button>\n'
         f'    <button type="submit" name="decision" value="deny" class="danger" data-intent="{n}">'
-        f'<span class="verb">Deny #{n}</span> <span class="what">· {what}</span></button>\n'
+        f'<span class="verb">Deny #{n}</span> <span class="what">&middot; {what}</span></button>\n'
         "  </div>\n</form>\n"
     )
 
@@ -179,19 +186,19 @@ def _status(i: Intent, kind: str, recipient: str, origin: str) -> str:
     st = i.status  # a StrEnum: formats as its value
     line = (
         f'<p>Status: <strong class="st st-{st}" id="intent-status">{st}</strong>'
-        f' · <span class="tag">{kind}</span>'
+        f' &middot; <span class="tag">{kind}</span>'
         f" ({i.tier}){f' to {recipient}' if i.recipient else ''}"
-        f' · from <span id="intent-origin">{origin}</span>'
+        f' &middot; from <span id="intent-origin">{origin}</span>'
     )
     if i.origin.tainted:
-        line += ' · <strong class="warn">tainted</strong>'
+        line += ' &middot; <strong class="warn">tainted</strong>'
     result = i.result
     preview = result.get("preview") if result else None
     if result and result.get("dry_run") is True and isinstance(preview, Mapping):
         [would] = cells([str(preview.get("would", ""))])
-        line += f' · <span class="tag" id="intent-dry-run">dry-run: would be {would}</span>'
+        line += f' &middot; <span class="tag" id="intent-dry-run">dry-run: would be {would}</span>'
     elif i.dry_run and st in {"sent", "completed"}:
-        line += ' · <span class="tag" id="intent-dry-run">dry-run</span>'
+        line += ' &middot; <span class="tag" id="intent-dry-run">dry-run</span>'
     return line + "</p>\n"
 
 

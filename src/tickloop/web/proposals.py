@@ -49,7 +49,7 @@ SHOWN_KEYS = frozenset({"body", "fed_by"})
 class Proposal(msgspec.Struct, frozen=True):
     """What an intent would do, as the person reads it: an email as a mail client shows it."""
 
-    headers: list[tuple[str, str]]  #: (label, text): To and Subject for an email
+    headers: list[tuple[str, str | None]]  #: (label, text): To and Subject for an email; None: none given
     body: str | None  #: the text as written, newlines and all
     rest: dict[str, Any]  #: the payload's other fields
 
@@ -60,8 +60,9 @@ def proposal(intent: Intent) -> Proposal:
     text = body if isinstance(body, str) else None
     rest = {k: v for k, v in intent.payload.items() if k not in SHOWN_KEYS or (k == "body" and text is None)}
     if intent.action_type == "email":
-        return Proposal([("To", intent.recipient or "—"), ("Subject", intent.title)], text, rest)
-    heads = [("Title", intent.title)] + ([("Recipient", intent.recipient)] if intent.recipient else [])
+        return Proposal([("To", intent.recipient or None), ("Subject", intent.title)], text, rest)
+    heads: list[tuple[str, str | None]] = [("Title", intent.title)]
+    heads += [("Recipient", intent.recipient)] if intent.recipient else []
     return Proposal(heads, text, rest)
 
 

@@ -108,7 +108,7 @@ def progress_rows(rows: Sequence[ProgressRow], pq: str) -> Markup:
                 f'<td data-label="took">{(r.ended_at - r.started_at).total_seconds():.1f} s</td>\n'
                 f'<td data-label="intent">{_intent_link(r.intent_id, path)}</td>\n'
                 f'<td class="wrap" data-label="detail / error">'
-                f"{error}{' · ' if r.error and r.detail else ''}{detail}</td></tr>\n"
+                f"{error}{' &middot; ' if r.error and r.detail else ''}{detail}</td></tr>\n"
                 for r, at, (kind, error, detail) in zip(
                     rows, times, zip(texts, texts, texts, strict=True), strict=True
                 )

@@ -45,7 +45,7 @@ OLD_CARD = r"""{# The parts of a waiting intent's card, shared by the approvals 
 <div class="proposal">
   <dl class="mail">
   {% for name, text in p.headers %}
-    <dt>{{ name }}</dt><dd>{{ text | line }}</dd>
+    <dt>{{ name }}</dt><dd>{% if text is none %}&mdash;{% else %}{{ text | line }}{% endif %}</dd>
   {% endfor %}
   </dl>
   {% if p.body is not none %}<div class="mail-body">{{ p.body | inert }}</div>{% endif %}
@@ -68,8 +68,8 @@ OLD_CARD = r"""{# The parts of a waiting intent's card, shared by the approvals 
   <label for="{{ note_id }}">Note (optional)</label>
   <textarea id="{{ note_id }}" name="note" rows="2" maxlength="2000"></textarea>
   <div class="buttons">
-    <button type="submit" name="decision" value="approve" class="primary" data-intent="{{ i.id }}"><span class="verb">Approve #{{ i.id }}</span> <span class="what">· {{ label | line }}</span></button>
-    <button type="submit" name="decision" value="deny" class="danger" data-intent="{{ i.id }}"><span class="verb">Deny #{{ i.id }}</span> <span class="what">· {{ label | line }}</span></button>
+    <button type="submit" name="decision" value="approve" class="primary" data-intent="{{ i.id }}"><span class="verb">Approve #{{ i.id }}</span> <span class="what">&middot; {{ label | line }}</span></button>
+    <button type="submit" name="decision" value="deny" class="danger" data-intent="{{ i.id }}"><span class="verb">Deny #{{ i.id }}</span> <span class="what">&middot; {{ label | line }}</span></button>
   </div>
 </form>
 {% endmacro %}
@@ -77,7 +77,7 @@ OLD_CARD = r"""{# The parts of a waiting intent's card, shared by the approvals 
 #: the intent page's main block that cards.intent_main replaced, as intent.html held it
 OLD_MAIN = r"""{% set i = view.intent %}
 <h1>#{{ i.id }} {{ i.title | line }}</h1>
-<p>Status: <strong class="st st-{{ i.status.value }}" id="intent-status">{{ i.status.value }}</strong> · <span class="tag">{{ i.action_type | line }}</span> ({{ i.tier.value }}){% if i.recipient %} to {{ i.recipient | line }}{% endif %} · from <span id="intent-origin">{{ i.origin.tick_kind | line }}</span>{% if i.origin.tainted %} · <strong class="warn">tainted</strong>{% endif %}{% if i.result and i.result.dry_run is sameas true and i.result.preview is mapping %} · <span class="tag" id="intent-dry-run">dry-run: would be {{ i.result.preview.would | line }}</span>{% elif i.dry_run and i.status.value in ("sent", "completed") %} · <span class="tag" id="intent-dry-run">dry-run</span>{% endif %}</p>
+<p>Status: <strong class="st st-{{ i.status.value }}" id="intent-status">{{ i.status.value }}</strong> &middot; <span class="tag">{{ i.action_type | line }}</span> ({{ i.tier.value }}){% if i.recipient %} to {{ i.recipient | line }}{% endif %} &middot; from <span id="intent-origin">{{ i.origin.tick_kind | line }}</span>{% if i.origin.tainted %} &middot; <strong class="warn">tainted</strong>{% endif %}{% if i.result and i.result.dry_run is sameas true and i.result.preview is mapping %} &middot; <span class="tag" id="intent-dry-run">dry-run: would be {{ i.result.preview.would | line }}</span>{% elif i.dry_run and i.status.value in ("sent", "completed") %} &middot; <span class="tag" id="intent-dry-run">dry-run</span>{% endif %}</p>
 <h2>Life</h2>
 <ol class="life">
 {% for e in view.life %}
@@ -309,3 +309,6 @@ def test_every_page_is_the_extends_render_and_found_as_the_router_finds_it() -> 
         }
         for name, context, html in seen:
             assert html == board.env.get_template(name).render(context), name
+            # Our own glyphs are character references, so a page of ASCII data is an ASCII string, which
+            # Python encodes by a copy; one "·" made the page a wider string, encoded a character at a time.
+            assert html.isascii() or name == "problem.html", name

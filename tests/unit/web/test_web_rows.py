@@ -25,7 +25,7 @@ ATTENTION_LOOP = """{% for r in records %}
 PROGRESS_LOOP = """{% for r in rows %}
 <tr><td data-label="#">{{ r.id }}</td><td data-label="kind">{{ r.tick_kind | line }}</td><td data-label="outcome"><span class="o o-{{ r.outcome.value }}">{{ r.outcome.value }}</span></td><td data-label="started (UTC)">{{ r.started_at | when }}</td><td data-label="took">{{ '%.1f' % (r.ended_at - r.started_at).total_seconds() }} s</td>
 <td data-label="intent">{% if r.intent_id %}<a href="/p/{{ pq }}/intents/{{ r.intent_id }}">#{{ r.intent_id }}</a>{% endif %}</td>
-<td class="wrap" data-label="detail / error">{{ r.error | line }}{% if r.error and r.detail %} · {% endif %}{{ r.detail | line }}</td></tr>
+<td class="wrap" data-label="detail / error">{{ r.error | line }}{% if r.error and r.detail %} &middot; {% endif %}{{ r.detail | line }}</td></tr>
 {% else %}
 <tr><td colspan="7" class="muted">No rows match.</td></tr>
 {% endfor %}"""  # noqa: E501
