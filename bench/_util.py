@@ -24,8 +24,9 @@ def rate(fn: Callable[[], None], *, seconds: float = 1.0, min_calls: int = 10) -
             return calls / elapsed
 
 
-def instructions(argv: list[str], env: dict[str, str]) -> int:
-    """The instructions ``argv`` executes, counted by callgrind (``valgrind`` must be installed)."""
+def instructions(argv: list[str], env: dict[str, str], *, check: bool = True) -> int:
+    """The instructions ``argv`` executes, counted by callgrind (``valgrind`` must be installed).
+    ``check``: a command that fails raises, rather than giving the count of how far it got."""
     done = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
         env=env,
@@ -34,6 +35,8 @@ def instructions(argv: list[str], env: dict[str, str]) -> int:
         check=False,
         timeout=600,
     )
+    if check and done.returncode != 0:
+        raise RuntimeError(f"{argv} exited {done.returncode} under callgrind: {done.stderr[-500:]}")
     found = _COLLECTED.search(done.stderr)
     if found is None:
         raise RuntimeError(f"callgrind reported no count for {argv}: {done.stderr[-500:]}")
