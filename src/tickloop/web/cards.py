@@ -14,14 +14,13 @@ a word of our own (a status, a tier, an outcome: our enums).
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, cast
 
 from markupsafe import Markup, escape
 
 from tickloop.inert import inert
+from tickloop.web.kept import Kept
 from tickloop.web.rows import cells, whens
 
 if TYPE_CHECKING:
@@ -129,32 +128,22 @@ def intent_main(view: IntentPage, csrf: str, pq: str) -> Markup:
     return Markup("".join(parts))  # noqa: S704  (every value escaped where it was drawn)
 
 
+#: intent pages kept (a few KB each): the pages a few sessions have open
+INTENTS_KEPT = 64
+_intents = Kept(INTENTS_KEPT)
+
+
 def intent_blocks(context: Mapping[str, object]) -> tuple[str, str]:
-    """intent.html's title and main blocks, drawn without Jinja (``tickloop.web.frame.Drawn``)."""
+    """intent.html's title and main blocks, drawn without Jinja (``tickloop.web.frame.Drawn``), the
+    main block kept per everything it shows (``tickloop.web.kept``)."""
     view = cast("IntentPage", context["view"])
-    return f"Intent #{view.intent.id}", intent_main(view, str(context["csrf"]), str(context["pq"]))
-
-
-#: intent cards kept (a few KB each): the pages a few sessions have open
-CARDS_KEPT = 256
-_cards: OrderedDict[Hashable, str] = OrderedDict()
-_cards_lock = threading.Lock()
+    main = _intents(intent_main, view, str(context["csrf"]), str(context["pq"]))
+    return f"Intent #{view.intent.id}", main
 
 
 def _card(view: IntentPage, csrf: str, pq: str) -> str:
-    """The proposal, what fed it and, while it waits, the decide form; ``csrf`` and ``pq`` escaped.
-
-    Kept per version of the intent, as the approvals page keeps its cards (``tickloop.web.fragments``):
-    an intent's title, recipient and payload never change once staged, anything else that changes it
-    moves its ``updated_at``, and the key holds everything else the card shows (what fed it, the
-    session's CSRF token, the profile in its links)."""
+    """The proposal, what fed it and, while it waits, the decide form; ``csrf`` and ``pq`` escaped."""
     i, card = view.intent, view.card
-    key = (i.profile, i.id, i.updated_at, i.status, view.waiting, tuple(o.id for o in card.fed_by), csrf, pq)
-    with _cards_lock:
-        found = _cards.get(key)
-        if found is not None:
-            _cards.move_to_end(key)
-            return found
     parts = [_proposal(card.proposal), "\n"]
     if card.fed_by:
         said = [
@@ -169,12 +158,7 @@ def _card(view: IntentPage, csrf: str, pq: str) -> str:
         parts.append(
             f'<div class="card approval" data-card="{i.id}">{_decide(i.id, what, csrf, pq, "note")}</div>\n'
         )
-    html = "".join(parts)
-    with _cards_lock:
-        _cards[key] = html
-        while len(_cards) > CARDS_KEPT:
-            _cards.popitem(last=False)
-    return html
+    return "".join(parts)
 
 
 #: the statuses a person reconciles (an IntentStatus is a str: its value is its text and its hash)

@@ -40,6 +40,7 @@ from tickloop.web import cards, rows
 from tickloop.web.auth import RateLimit, Session, Sessions, TokenStore, csrf_ok
 from tickloop.web.fragments import CardCache
 from tickloop.web.frame import Pages
+from tickloop.web.kept import Kept
 
 HERE = Path(__file__).parent
 SESSION_COOKIE = "tl_session"
@@ -48,6 +49,7 @@ NEXT_COOKIE = "tl_next"  #: where a browser sent to log in was going
 MAX_FORM = 64 * 1024  #: the largest request body any route accepts
 MAX_FIELDS = 50  #: form fields at most (ours have four)
 MAX_NEXT = 2000  #: the longest deep link kept across login
+ATTENTION_KEPT = 8  #: attention lists kept drawn (up to 1,000 rows, ~200 KB each): one per profile shown
 MALFORMED = "Refused: the form is malformed (a NUL character, or more fields than ours)."
 LOCKED_PAUSE_S = 1.0  #: how long a client past the failed-login limit waits for each answer
 CSP = (
@@ -134,8 +136,11 @@ class Guards:
         self.env = _environment()
         self.env.globals["approval_cards"] = CardCache(self.env)
         # the long lists, drawn in Python (``tickloop.web.rows``: every store value escaped)
-        for draw in (rows.attention_rows, rows.progress_rows, rows.task_items, rows.plan_items):
+        for draw in (rows.progress_rows, rows.task_items, rows.plan_items):
             self.env.globals[draw.__name__] = draw
+        # the attention records change only when the gate decides, the page is fetched at every tick
+        kept = Kept(ATTENTION_KEPT)
+        self.env.globals["attention_rows"] = lambda records: kept(rows.attention_rows, records)
         self.pages = Pages(self.env, {"intent.html": cards.intent_blocks})
         self.reads_inline = False  #: ``read`` runs on the event loop (the store gave a loop reader)
 

@@ -32,10 +32,11 @@ from tickloop.operator.domain import (
     Verdict,
 )
 from tickloop.operator.store import open_store
-from tickloop.web import cards, proposals
+from tickloop.web import cards, proposals, rows
 from tickloop.web.app import SESSION_COOKIE, create_app
 from tickloop.web.frame import FRAME_KEYS
 from tickloop.web.guard import HERE, SecurityHeaders, WebConfig, _environment
+from tickloop.web.kept import Kept
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 HOST = "127.0.0.1:8765"
@@ -190,9 +191,12 @@ def intent_pages(draw: st.DrawFn) -> proposals.IntentPage:
 @settings(max_examples=150, deadline=None)
 @given(intent_pages(), st.sampled_from(["tok-1", "a&b"]), st.sampled_from(["r", "a%20b", "%3Cx%3E"]))
 def test_the_intent_page_is_what_its_template_drew(view: proposals.IntentPage, csrf: str, pq: str) -> None:
-    cards._cards.clear()  # examples share ids and times with other payloads, as no store's intents do
     drawn = OLD_INTENT.render(view=view, csrf=csrf, pq=pq) + "\n"  # a template source drops its last newline
     assert str(cards.intent_main(view, csrf, pq)) == drawn
+    # The page as served, its main block kept: examples share ids and times with other contents, so
+    # a key that missed any field the page shows would hand back another example's page here.
+    title, main = cards.intent_blocks({"view": view, "csrf": csrf, "pq": pq})
+    assert (title, str(main)) == (f"Intent #{view.intent.id}", drawn)
 
 
 @settings(max_examples=100, deadline=None)
@@ -208,19 +212,54 @@ def test_a_proposal_and_its_decide_form_are_what_the_macros_drew(
 
 @settings(max_examples=30, deadline=None)
 @given(intent_pages())
-def test_an_intent_card_is_kept_per_version_and_never_shown_stale(view: proposals.IntentPage) -> None:
-    """The kept card is reused while the intent's version, what fed it, the token and the profile are
-    the same, and drawn afresh when any of them moved."""
-    cards._cards.clear()
-    first = cards._card(view, "tok", "r")
-    assert cards._card(view, "tok", "r") is first
-    assert 'value="tok2"' in cards._card(view, "tok2", "r") or not view.waiting
-    later = msgspec.structs.replace(
-        view.intent, updated_at=NOW + timedelta(seconds=1), status=IntentStatus.DENIED
-    )
-    moved = msgspec.structs.replace(view, intent=later, waiting=False)
-    assert cards._card(moved, "tok", "r") is not first
-    assert "Approve #" not in cards._card(moved, "tok", "r")
+def test_a_kept_page_is_drawn_once_per_content_and_again_when_anything_it_shows_moved(
+    view: proposals.IntentPage,
+) -> None:
+    """Kept per digest of every field: the same content is drawn once; a preview recorded without
+    moving ``updated_at`` (as the executor's dry pass does), a new log line or another token each
+    draw afresh; the least recently used goes past the size; what msgpack cannot encode is not kept."""
+    calls: list[str] = []
+
+    def draw(v: proposals.IntentPage, csrf: str) -> str:
+        calls.append(csrf)
+        return str(cards.intent_main(v, csrf, "r"))
+
+    kept = Kept(2)
+    first = kept(draw, view, "tok")
+    try:
+        msgspec.msgpack.encode(view)
+    except OverflowError:  # an integer past 64 bits in a payload: drawn every time, never kept
+        assert kept(draw, view, "tok") == first
+        assert calls == ["tok", "tok"]
+        return
+    assert kept(draw, view, "tok") is first
+    assert calls == ["tok"]
+    previewed = msgspec.structs.replace(view.intent, result={"dry_run": True, "preview": {"would": "x"}})
+    moved = [
+        msgspec.structs.replace(view, intent=previewed),
+        msgspec.structs.replace(view, log=[*view.log, Notification(99, "p", "c", "k", "s", "", 1, NOW)]),
+    ]
+    for other in moved:
+        assert kept(draw, other, "tok") == str(cards.intent_main(other, "tok", "r"))
+    assert kept(draw, view, "tok2") != first or not view.waiting
+    assert len(calls) == 4
+    kept(draw, view, "tok")  # evicted by the three since: drawn again
+    assert len(calls) == 5
+
+
+def test_the_attention_rows_are_kept_per_content() -> None:
+    """The attention page's rows, through the template's global: the same records give the same
+    text, and a record added gives the fresh drawing."""
+    from tickloop.operator.notices import AttentionRecord  # noqa: PLC0415
+
+    nowhere = Path("/nonexistent")
+    with open_store("memory://") as store:
+        web = WebConfig(Settings(), ["me"], nowhere, nowhere, nowhere, {HOST}, clock=lambda: NOW)
+        rows_of = create_app(store, web)[1].env.globals["attention_rows"]
+    records = [AttentionRecord(1, NOW, "<b>t</b>", "budget", "approval", "fast", True, None, False)]
+    assert rows_of(records) is rows_of(list(records))
+    more = [*records, msgspec.structs.replace(records[0], id=2, title="second")]
+    assert str(rows_of(more)) == str(rows.attention_rows(more)) != str(rows_of(records))
 
 
 def test_the_frame_key_is_everything_base_html_reads() -> None:
