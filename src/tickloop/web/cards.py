@@ -130,14 +130,16 @@ def intent_main(view: IntentPage, csrf: str, pq: str) -> Markup:
 
 #: intent pages kept (a few KB each): the pages a few sessions have open
 INTENTS_KEPT = 64
-_intents = Kept(INTENTS_KEPT)
+
+
+_kept_main = Kept(intent_main, INTENTS_KEPT)
 
 
 def intent_blocks(context: Mapping[str, object]) -> tuple[str, str]:
     """intent.html's title and main blocks, drawn without Jinja (``tickloop.web.frame.Drawn``), the
     main block kept per everything it shows (``tickloop.web.kept``)."""
     view = cast("IntentPage", context["view"])
-    main = _intents(intent_main, view, str(context["csrf"]), str(context["pq"]))
+    main = _kept_main(view, str(context["csrf"]), str(context["pq"]))
     return f"Intent #{view.intent.id}", main
 
 

@@ -8,13 +8,13 @@ changed; the key holds everything the card shows or depends on, the session's CS
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING
 
 import jinja2
 from markupsafe import Markup
+
+from tickloop.web.kept import Lru
 
 if TYPE_CHECKING:
     from tickloop.web.proposals import Waiting
@@ -40,29 +40,18 @@ def card_key(item: Waiting, csrf: str, pq: str) -> Hashable:
 
 
 class CardCache:
-    """The newest ``kept`` rendered cards, least recently used out first; safe across the worker
-    threads that render pages."""
+    """The newest ``kept`` rendered cards (``tickloop.web.kept.Lru``)."""
 
     def __init__(self, env: jinja2.Environment, kept: int = CARDS_KEPT) -> None:
         self._template = env.get_template("_approval.html")
-        self._kept = kept
-        self._cards: OrderedDict[Hashable, Markup] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cards: Lru[Markup] = Lru(kept)
 
     def __call__(self, items: Sequence[Waiting], csrf: str, pq: str) -> Markup:
         """The cards of ``items`` in order, as one fragment (one call from the template)."""
         return Markup("").join(self.card(item, csrf, pq) for item in items)
 
     def card(self, item: Waiting, csrf: str, pq: str) -> Markup:
-        key = card_key(item, csrf, pq)
-        with self._lock:
-            found = self._cards.get(key)
-            if found is not None:
-                self._cards.move_to_end(key)
-                return found
-        html = Markup(self._template.render(item=item, csrf=csrf, pq=pq))  # noqa: S704  (autoescaped template output)
-        with self._lock:
-            self._cards[key] = html
-            while len(self._cards) > self._kept:
-                self._cards.popitem(last=False)
-        return html
+        def render() -> Markup:
+            return Markup(self._template.render(item=item, csrf=csrf, pq=pq))  # noqa: S704  (autoescaped template output)
+
+        return self._cards.get(card_key(item, csrf, pq), render)

@@ -18,13 +18,13 @@ reference a test renders it against.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Mapping
 from operator import itemgetter
 from typing import Any
 
 import jinja2
+
+from tickloop.web.kept import Lru
 
 #: what base.html shows besides the two blocks: the frame's cache key (a test holds it to base.html)
 FRAME_KEYS = (
@@ -59,10 +59,8 @@ class Pages:
         self.env = env
         self.drawn = dict(drawn or {})
         self._frame = env.from_string(_FRAME)
-        self._kept = kept
-        self._frames: OrderedDict[Hashable, tuple[str, str, str]] = OrderedDict()
+        self._frames: Lru[tuple[str, str, str]] = Lru(kept)
         self._templates: dict[str, jinja2.Template] = {}
-        self._lock = threading.Lock()
         self._globals: dict[str, Any] = {}
 
     def __call__(self, name: str, context: Mapping[str, Any]) -> str:
@@ -88,17 +86,10 @@ class Pages:
     def frame(self, context: Mapping[str, Any]) -> tuple[str, str, str]:
         """base.html around the title and the main block, split at them: kept, least recently used out."""
         # The key is FRAME_KEYS itself (a test holds them to base.html); the profiles are a tuple.
-        key = _frame_key(context)
-        with self._lock:
-            found = self._frames.get(key)
-            if found is not None:
-                self._frames.move_to_end(key)
-                return found
+        return self._frames.get(_frame_key(context), lambda: self._render_frame(context))
+
+    def _render_frame(self, context: Mapping[str, Any]) -> tuple[str, str, str]:
         html = self._frame.render({k: context[k] for k in FRAME_KEYS})
         head, rest = html.split(_TITLE)
         middle, foot = rest.split(_MAIN)
-        with self._lock:
-            self._frames[key] = (head, middle, foot)
-            while len(self._frames) > self._kept:
-                self._frames.popitem(last=False)
         return head, middle, foot

@@ -139,8 +139,7 @@ class Guards:
         for draw in (rows.progress_rows, rows.task_items, rows.plan_items):
             self.env.globals[draw.__name__] = draw
         # the attention records change only when the gate decides, the page is fetched at every tick
-        kept = Kept(ATTENTION_KEPT)
-        self.env.globals["attention_rows"] = lambda records: kept(rows.attention_rows, records)
+        self.env.globals["attention_rows"] = Kept(rows.attention_rows, ATTENTION_KEPT)
         self.pages = Pages(self.env, {"intent.html": cards.intent_blocks})
         self.reads_inline = False  #: ``read`` runs on the event loop (the store gave a loop reader)
 

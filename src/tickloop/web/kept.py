@@ -14,36 +14,49 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
-from typing import TypeVar, cast
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
 
 import msgspec
 
 T = TypeVar("T")
 
 
-class Kept:
-    """``draw(*inputs)``, kept for the ``size`` most recent distinct inputs; safe across threads."""
+class Lru(Generic[T]):
+    """The ``size`` values most recently used, the least recently used out first; safe across the
+    worker threads that draw pages. ``make`` runs outside the lock: two threads that miss the same
+    key both draw it, and the later one's value is kept (the same value, drawn from the same key)."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._found: OrderedDict[tuple[object, bytes], object] = OrderedDict()
+        self._found: OrderedDict[Hashable, T] = OrderedDict()
         self._lock = threading.Lock()
-        self._encode = msgspec.msgpack.Encoder().encode
 
-    def __call__(self, draw: Callable[..., T], *inputs: object) -> T:
-        try:
-            key = (draw, hashlib.blake2b(self._encode(inputs), digest_size=16).digest())
-        except (TypeError, OverflowError):
-            return draw(*inputs)
+    def get(self, key: Hashable, make: Callable[[], T]) -> T:
         with self._lock:
             found = self._found.get(key)
             if found is not None:
                 self._found.move_to_end(key)
-                return cast("T", found)  # kept under its own draw's key
-        drawn = draw(*inputs)
+                return found
+        made = make()
         with self._lock:
-            self._found[key] = drawn
+            self._found[key] = made
             while len(self._found) > self.size:
                 self._found.popitem(last=False)
-        return drawn
+        return made
+
+
+class Kept(Generic[T]):
+    """``draw(*inputs)``, kept for the ``size`` most recent distinct inputs; safe across threads."""
+
+    def __init__(self, draw: Callable[..., T], size: int) -> None:
+        self.draw = draw
+        self._kept: Lru[T] = Lru(size)
+        self._encode = msgspec.msgpack.Encoder().encode
+
+    def __call__(self, *inputs: object) -> T:
+        try:
+            key = hashlib.blake2b(self._encode(inputs), digest_size=16).digest()
+        except (TypeError, OverflowError):
+            return self.draw(*inputs)
+        return self._kept.get(key, lambda: self.draw(*inputs))

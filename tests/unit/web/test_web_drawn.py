@@ -224,15 +224,15 @@ def test_a_kept_page_is_drawn_once_per_content_and_again_when_anything_it_shows_
         calls.append(csrf)
         return str(cards.intent_main(v, csrf, "r"))
 
-    kept = Kept(2)
-    first = kept(draw, view, "tok")
+    kept = Kept(draw, 2)
+    first = kept(view, "tok")
     try:
         msgspec.msgpack.encode(view)
     except OverflowError:  # an integer past 64 bits in a payload: drawn every time, never kept
-        assert kept(draw, view, "tok") == first
+        assert kept(view, "tok") == first
         assert calls == ["tok", "tok"]
         return
-    assert kept(draw, view, "tok") is first
+    assert kept(view, "tok") is first
     assert calls == ["tok"]
     previewed = msgspec.structs.replace(view.intent, result={"dry_run": True, "preview": {"would": "x"}})
     moved = [
@@ -240,10 +240,10 @@ def test_a_kept_page_is_drawn_once_per_content_and_again_when_anything_it_shows_
         msgspec.structs.replace(view, log=[*view.log, Notification(99, "p", "c", "k", "s", "", 1, NOW)]),
     ]
     for other in moved:
-        assert kept(draw, other, "tok") == str(cards.intent_main(other, "tok", "r"))
-    assert kept(draw, view, "tok2") != first or not view.waiting
+        assert kept(other, "tok") == str(cards.intent_main(other, "tok", "r"))
+    assert kept(view, "tok2") != first or not view.waiting
     assert len(calls) == 4
-    kept(draw, view, "tok")  # evicted by the three since: drawn again
+    kept(view, "tok")  # evicted by the three since: drawn again
     assert len(calls) == 5
 
 
