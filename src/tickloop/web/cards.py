@@ -130,8 +130,6 @@ def intent_main(view: IntentPage, csrf: str, pq: str) -> Markup:
 
 #: intent pages kept (a few KB each): the pages a few sessions have open
 INTENTS_KEPT = 64
-
-
 _kept_main = Kept(intent_main, INTENTS_KEPT)
 
 

@@ -66,10 +66,12 @@ class Pages:
     def __call__(self, name: str, context: Mapping[str, Any]) -> str:
         """The page ``name`` for ``context`` (which must hold every one of ``FRAME_KEYS``)."""
         draw = self.drawn.get(name)
-        if draw is not None:
-            title, main = draw(context)
-            head, middle, foot = self.frame(context)
-            return f"{head}{title}{middle}{main}{foot}"
+        title, main = draw(context) if draw is not None else self.blocks(name, context)
+        head, middle, foot = self.frame(context)
+        return f"{head}{title}{middle}{main}{foot}"
+
+    def blocks(self, name: str, context: Mapping[str, Any]) -> tuple[str, str]:
+        """The template ``name``'s title and main blocks, rendered on their own."""
         template = self._templates.get(name)
         if template is None:
             template = self._templates[name] = self.env.get_template(name)
@@ -80,8 +82,7 @@ class Pages:
         ctx = self.env.context_class(self.env, {**self._globals, **context}, name, blocks)
         title = "".join(blocks["title"](ctx)) if "title" in blocks else "tickloop"
         main = "".join(blocks["main"](ctx))
-        head, middle, foot = self.frame(context)
-        return f"{head}{title}{middle}{main}{foot}"
+        return title, main
 
     def frame(self, context: Mapping[str, Any]) -> tuple[str, str, str]:
         """base.html around the title and the main block, split at them: kept, least recently used out."""
